@@ -1,0 +1,36 @@
+# Every target bootstraps its own virtualenv: a fresh machine needs only Python 3.11 and pip.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/intentbus demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint template.yaml
+
+typecheck: $(STAMP)
+	$(BIN)/mypy shared infra functions tests
+
+unit: $(STAMP)
+	$(BIN)/pytest tests/unit
+
+test: lint typecheck
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.run
+
+clean:
+	rm -rf $(VENV) .bench .local build *.egg-info

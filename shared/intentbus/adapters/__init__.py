@@ -1,0 +1,1 @@
+"""AWS adapters for the ports: DynamoDB, EventBridge, SQS and Powertools Idempotency."""

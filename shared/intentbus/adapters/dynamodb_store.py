@@ -1,0 +1,203 @@
+"""The workflow store on one DynamoDB table (single-table design, keys prefixed by tenant)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+from intentbus.journal import (
+    Approval,
+    Commit,
+    CommitResult,
+    CommitStatus,
+    LogEntry,
+    Snapshot,
+)
+from intentbus.state import WorkflowState
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+STATE_SK = "STATE"
+LOG_PREFIX = "LOG#"
+
+
+def run_pk(tenant_id: str, run_id: str) -> str:
+    return f"T#{tenant_id}#WF#{run_id}"
+
+
+def log_sk(stage: str, input_id: str) -> str:
+    return f"{LOG_PREFIX}{stage}#{input_id}"
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: int | float) -> dict[str, str]:
+    return {"N": str(value)}
+
+
+def state_item(state: WorkflowState) -> dict[str, Any]:
+    return {
+        "pk": _s(run_pk(state.tenant_id, state.run_id)),
+        "sk": _s(STATE_SK),
+        "version": _n(state.version),
+        "status": _s(state.status.value),
+        "workflow": _s(state.workflow),
+        "gsi1pk": _s(f"T#{state.tenant_id}#RUNS"),
+        "gsi1sk": _s(f"{state.status.value}#{state.updated_at.isoformat()}#{state.run_id}"),
+        "state": _s(state.model_dump_json()),
+    }
+
+
+def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
+    return {
+        "pk": _s(run_pk(tenant_id, run_id)),
+        "sk": _s(log_sk(entry.stage, entry.input_id)),
+        "stage": _s(entry.stage),
+        "outcome": _s(entry.outcome.value),
+        "at": _s(entry.at.isoformat()),
+        "entry": _s(entry.model_dump_json()),
+    }
+
+
+def approval_item(approval: Approval) -> dict[str, Any]:
+    return {
+        "pk": _s(run_pk(approval.tenant_id, approval.run_id)),
+        "sk": _s(f"APPROVAL#{approval.approval_id}"),
+        "status": _s(approval.status.value),
+        "gsi1pk": _s(f"T#{approval.tenant_id}#APPROVALS#{approval.status.value}"),
+        "gsi1sk": _s(f"{approval.expires_at.isoformat()}#{approval.approval_id}"),
+        "ttl": _n(int(approval.expires_at.timestamp()) + 90 * 86400),
+        "approval": _s(approval.model_dump_json()),
+    }
+
+
+def _response(error: ClientError) -> dict[str, Any]:
+    """The error's response as a plain dict: DynamoDB adds Item and CancellationReasons to it."""
+    return dict(error.response)
+
+
+class DynamoWorkflowStore:
+    def __init__(self, table_name: str, client: DynamoDBClient) -> None:
+        self._table = table_name
+        self._client = client
+
+    def snapshot(self, tenant_id: str, run_id: str, stage: str, input_id: str) -> Snapshot:
+        pk = run_pk(tenant_id, run_id)
+        keys: list[dict[str, Any]] = [
+            {"pk": _s(pk), "sk": _s(STATE_SK)},
+            {"pk": _s(pk), "sk": _s(log_sk(stage, input_id))},
+        ]
+        found: list[dict[str, Any]] = []
+        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        while request:
+            response = self._client.batch_get_item(RequestItems=request)
+            found.extend(response["Responses"].get(self._table, []))
+            request = dict(response.get("UnprocessedKeys") or {})
+        state = entry = None
+        for item in found:
+            if item["sk"]["S"] == STATE_SK:
+                state = WorkflowState.model_validate_json(item["state"]["S"])
+            else:
+                entry = LogEntry.model_validate_json(item["entry"]["S"])
+        return Snapshot(state=state, entry=entry)
+
+    def commit(self, commit: Commit) -> CommitResult:
+        log_put: dict[str, Any] = {
+            "TableName": self._table,
+            "Item": entry_item(commit.tenant_id, commit.run_id, commit.entry),
+            "ConditionExpression": "attribute_not_exists(pk)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        actions: list[dict[str, Any]] = [{"Put": log_put}]
+        actions.extend(self._state_actions(commit))
+        if commit.approval is not None:
+            actions.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": approval_item(commit.approval),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+        if len(actions) == 1:
+            return self._put_entry_only(log_put)
+        try:
+            self._client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            reasons: list[dict[str, Any]] = _response(error).get("CancellationReasons", [])
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed" and "Item" in reasons[0]:
+                return CommitResult(
+                    CommitStatus.ALREADY_RECORDED,
+                    LogEntry.model_validate_json(reasons[0]["Item"]["entry"]["S"]),
+                )
+            return CommitResult(CommitStatus.VERSION_CONFLICT)
+        return CommitResult(CommitStatus.COMMITTED)
+
+    def _state_actions(self, commit: Commit) -> list[dict[str, Any]]:
+        key = {"pk": _s(run_pk(commit.tenant_id, commit.run_id)), "sk": _s(STATE_SK)}
+        if commit.state is not None and commit.create:
+            return [
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": state_item(commit.state),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            ]
+        if commit.expected_version is None:
+            return []
+        condition = {
+            "ConditionExpression": "version = :read",
+            "ExpressionAttributeValues": {":read": _n(commit.expected_version)},
+        }
+        if commit.state is None:
+            return [{"ConditionCheck": {"TableName": self._table, "Key": key, **condition}}]
+        return [{"Put": {"TableName": self._table, "Item": state_item(commit.state), **condition}}]
+
+    def _put_entry_only(self, log_put: dict[str, Any]) -> CommitResult:
+        try:
+            self._client.put_item(**log_put)
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old = _response(error).get("Item")
+            if old is None:
+                raise
+            return CommitResult(
+                CommitStatus.ALREADY_RECORDED, LogEntry.model_validate_json(old["entry"]["S"])
+            )
+        return CommitResult(CommitStatus.COMMITTED)
+
+    def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
+        found: list[LogEntry] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :log)",
+            "ExpressionAttributeValues": {":pk": _s(run_pk(tenant_id, run_id)), ":log": _s(LOG_PREFIX)},
+            "ConsistentRead": True,
+        }
+        while True:
+            response = self._client.query(**kwargs)
+            found.extend(
+                LogEntry.model_validate_json(item["entry"]["S"]) for item in response.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in response:
+                break
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sorted(found, key=lambda entry: (entry.at, entry.version))
+
+    def state(self, tenant_id: str, run_id: str) -> WorkflowState | None:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={"pk": _s(run_pk(tenant_id, run_id)), "sk": _s(STATE_SK)},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return None if item is None else WorkflowState.model_validate_json(item["state"]["S"])

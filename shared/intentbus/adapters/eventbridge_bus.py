@@ -1,0 +1,100 @@
+"""Publishing to EventBridge: batched PutEvents, failed entries retried with backoff, never dropped."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from intentbus.envelope import Envelope
+from intentbus.errors import PublishError
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
+
+MAX_ENTRIES_PER_CALL = 10
+MAX_REQUEST_BYTES = 256 * 1024
+
+
+def backoff_seconds(
+    attempt: int, *, base: float, cap: float, jitter: Callable[[], float] = random.random
+) -> float:
+    """``min(cap, base * 2**attempt) + jitter`` (rule 7); jitter is up to one base interval."""
+    return min(cap, base * 2.0**attempt) + jitter() * base
+
+
+def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
+    return {
+        "Source": envelope.source,
+        "DetailType": envelope.type,
+        "Detail": json.dumps(envelope.to_json_dict(), separators=(",", ":")),
+        "EventBusName": bus_name,
+        "Time": envelope.time,
+        "Resources": [],
+    }
+
+
+def _entry_size(entry: dict[str, Any]) -> int:
+    # PutEvents counts Source, DetailType, Detail and Resources toward its size limit.
+    return len(entry["Source"]) + len(entry["DetailType"]) + len(entry["Detail"].encode()) + 14
+
+
+def chunks(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    batches: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    size = 0
+    for entry in entries:
+        entry_size = _entry_size(entry)
+        if current and (len(current) == MAX_ENTRIES_PER_CALL or size + entry_size > MAX_REQUEST_BYTES):
+            batches.append(current)
+            current, size = [], 0
+        current.append(entry)
+        size += entry_size
+    if current:
+        batches.append(current)
+    return batches
+
+
+class EventBridgeBus:
+    def __init__(
+        self,
+        bus_name: str,
+        client: EventBridgeClient,
+        *,
+        max_attempts: int = 5,
+        base_delay: float = 0.05,
+        max_delay: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._bus = bus_name
+        self._client = client
+        self._max_attempts = max_attempts
+        self._base = base_delay
+        self._cap = max_delay
+        self._sleep = sleep
+
+    def publish(self, envelopes: Sequence[Envelope]) -> None:
+        for batch in chunks([to_entry(envelope, self._bus) for envelope in envelopes]):
+            self._put(batch)
+
+    def _put(self, entries: list[dict[str, Any]]) -> None:
+        pending = entries
+        errors: list[str] = []
+        for attempt in range(self._max_attempts):
+            if attempt:
+                self._sleep(backoff_seconds(attempt - 1, base=self._base, cap=self._cap))
+            response = self._client.put_events(Entries=pending)  # type: ignore[arg-type]
+            if not response.get("FailedEntryCount"):
+                return
+            results = response["Entries"]
+            errors = [
+                f"{result.get('ErrorCode')}: {result.get('ErrorMessage')}"
+                for result in results
+                if "ErrorCode" in result
+            ]
+            pending = [entry for entry, result in zip(pending, results, strict=True) if "ErrorCode" in result]
+        raise PublishError(
+            f"{len(pending)} entries not accepted after {self._max_attempts} attempts: {errors[:3]}"
+        )

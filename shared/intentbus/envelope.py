@@ -1,0 +1,96 @@
+"""The one envelope every event, command and decision travels in (CloudEvents-compatible)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from intentbus.ids import derive_id
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$"
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+
+
+class Kind(StrEnum):
+    """Facts, requests and proposals are distinct kinds and never interchangeable."""
+
+    EVENT = "event"
+    COMMAND = "command"
+    DECISION = "decision"
+
+
+class Envelope(BaseModel):
+    """An immutable message. Field names follow CloudEvents plus the workflow fields of the seed.
+
+    ``type`` also accepts ``event_type``, ``time`` also accepts ``timestamp`` (epoch seconds or
+    ISO 8601) and ``payload`` also accepts CloudEvents' ``data``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    specversion: Literal["1.0"] = "1.0"
+    id: str = Field(min_length=1, max_length=128)
+    source: str = Field(min_length=1, max_length=256)
+    type: str = Field(pattern=TYPE_NAME_PATTERN, validation_alias=AliasChoices("type", "event_type"))
+    time: datetime = Field(validation_alias=AliasChoices("time", "timestamp"))
+    subject: str | None = None
+    kind: Kind
+    tenant_id: str = Field(pattern=TENANT_PATTERN)
+    trace_id: str = Field(min_length=1, max_length=128)
+    run_id: str = Field(min_length=1, max_length=128)
+    step_index: int = Field(ge=0)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
+    causation_id: str | None = None
+    correlation_id: str = Field(min_length=1, max_length=128)
+    depth: int = Field(default=0, ge=0)
+    version: int = Field(default=0, ge=0)
+    payload: dict[str, Any] = Field(validation_alias=AliasChoices("payload", "data"))
+
+    @field_validator("time")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def follow(
+        self,
+        *,
+        stage: str,
+        type: str,
+        kind: Kind,
+        payload: dict[str, Any],
+        time: datetime,
+        source: str,
+        index: int = 0,
+        depth: int | None = None,
+        version: int | None = None,
+        step_index: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> Envelope:
+        """The envelope a stage publishes in answer to this one.
+
+        Its id is derived from this envelope's id, the stage and the output's index, so a stage that
+        publishes again after a crash publishes the very same ids.
+        """
+        return Envelope(
+            id=derive_id(self.id, stage, index),
+            source=source,
+            type=type,
+            time=time,
+            subject=self.subject,
+            kind=kind,
+            tenant_id=self.tenant_id,
+            trace_id=self.trace_id,
+            run_id=self.run_id,
+            step_index=self.step_index if step_index is None else step_index,
+            idempotency_key=idempotency_key,
+            causation_id=self.id,
+            correlation_id=self.correlation_id,
+            depth=self.depth if depth is None else depth,
+            version=self.version if version is None else version,
+            payload=payload,
+        )

@@ -1,0 +1,102 @@
+"""The pipeline's own facts: what each stage publishes, with typed payloads.
+
+Their names are the ``detail-type`` the EventBridge rules in template.yaml route on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from intentbus.envelope import Envelope, Kind
+from intentbus.policy import Verdict
+from intentbus.registry import Payload, TypeSpec
+from pydantic import Field
+
+PIPELINE_SOURCE = "intentbus.pipeline"
+"""Source of stage facts; the inbound rule sends everything else to validate."""
+WORKFLOW_SOURCE = "intentbus.workflow"
+"""Source of the domain events a workflow publishes; they re-enter through validate."""
+
+EVENT_ACCEPTED = "EventAccepted"
+COMMAND_PROPOSED = "CommandProposed"
+COMMAND_AUTHORIZED = "CommandAuthorized"
+COMMAND_DENIED = "CommandDenied"
+HUMAN_APPROVAL_REQUIRED = "HumanApprovalRequired"
+COMMAND_EXECUTED = "CommandExecuted"
+COMMAND_FAILED = "CommandFailed"
+HUMAN_REVIEW_REQUIRED = "HumanReviewRequired"
+WORKFLOW_COMPLETED = "WorkflowCompleted"
+WORKFLOW_FAILED = "WorkflowFailed"
+
+
+class EventAccepted(Payload):
+    event: Envelope
+
+
+class CommandProposed(Payload):
+    command: Envelope
+    decision_id: str
+    agent: str | None = None
+
+
+class CommandAuthorized(Payload):
+    command: Envelope
+    verdict: Verdict
+
+
+class CommandDenied(Payload):
+    command: Envelope
+    verdict: Verdict
+
+
+class HumanApprovalRequired(Payload):
+    command: Envelope
+    verdict: Verdict
+    approval_id: str
+    expires_at: datetime
+
+
+class CommandExecuted(Payload):
+    command: Envelope
+    result: dict[str, Any]
+
+
+class CommandFailed(Payload):
+    command: Envelope
+    error: str
+
+
+class HumanReviewRequired(Payload):
+    reason: str
+    limit: str
+    spend: dict[str, int | float]
+
+
+class WorkflowCompleted(Payload):
+    workflow: str
+    steps: int = Field(ge=0)
+
+
+class WorkflowFailed(Payload):
+    workflow: str
+    status: str
+    reason: str
+
+
+_MODELS: dict[str, type[Payload]] = {
+    EVENT_ACCEPTED: EventAccepted,
+    COMMAND_PROPOSED: CommandProposed,
+    COMMAND_AUTHORIZED: CommandAuthorized,
+    COMMAND_DENIED: CommandDenied,
+    HUMAN_APPROVAL_REQUIRED: HumanApprovalRequired,
+    COMMAND_EXECUTED: CommandExecuted,
+    COMMAND_FAILED: CommandFailed,
+    HUMAN_REVIEW_REQUIRED: HumanReviewRequired,
+    WORKFLOW_COMPLETED: WorkflowCompleted,
+    WORKFLOW_FAILED: WorkflowFailed,
+}
+
+PIPELINE_TYPES: tuple[TypeSpec, ...] = tuple(
+    TypeSpec(name=name, kind=Kind.EVENT, model=model, owner="intentbus") for name, model in _MODELS.items()
+)

@@ -1,0 +1,32 @@
+"""Deterministic identifiers: canonical JSON, idempotency keys and derived event ids."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+# Namespace for every id intentbus derives; fixed forever so that replays derive the same ids.
+INTENTBUS_NAMESPACE = uuid.UUID("6f1d2c3a-8e4b-5a7f-9c0d-1e2f3a4b5c6d")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys at every depth and no insignificant whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def idempotency_key(run_id: str, step_index: int, payload: Any) -> str:
+    """The seed formula: sha256 of ``run_id:step_index:<canonical payload>``."""
+    digest = hashlib.sha256(f"{run_id}:{step_index}:{canonical_json(payload)}".encode()).hexdigest()
+    return f"idem_{digest}"
+
+
+def derive_id(*parts: object) -> str:
+    """uuid5 over the parts, e.g. ``derive_id(input_id, "decide")`` for a stage's output."""
+    return str(uuid.uuid5(INTENTBUS_NAMESPACE, ":".join(str(part) for part in parts)))
+
+
+def content_id(content: Any) -> str:
+    """An id for an inbound event that came without one: the same content gives the same id."""
+    return derive_id("content", canonical_json(content))

@@ -1,0 +1,114 @@
+"""Turns what other systems put on the bus (native envelope or CloudEvents) into an Envelope.
+
+Missing workflow fields are derived, deterministically, so the same event sent twice is
+recognised as one: ``id`` from the content, ``run_id`` and ``trace_id`` from the id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from intentbus.envelope import Envelope, Kind
+from intentbus.errors import MalformedInput
+from intentbus.facts import PIPELINE_SOURCE
+from intentbus.ids import content_id, derive_id, idempotency_key
+from intentbus.registry import TypeRegistry, UnknownType
+from pydantic import BaseModel, ValidationError
+
+# CloudEvents extension attributes are lower-case letters and digits only.
+_CLOUDEVENTS_EXTENSIONS = {
+    "tenantid": "tenant_id",
+    "traceid": "trace_id",
+    "runid": "run_id",
+    "stepindex": "step_index",
+    "idempotencykey": "idempotency_key",
+    "causationid": "causation_id",
+    "correlationid": "correlation_id",
+    "depth": "depth",
+    "version": "version",
+}
+_CLOUDEVENTS_IGNORED = {"datacontenttype", "dataschema", "traceparent", "tracestate"}
+MAX_BODY_BYTES = 256 * 1024
+
+
+def parse_bus_event(body: str) -> EventBridgeModel:
+    """An SQS body delivered by an EventBridge rule, or a clear reason why it is not one."""
+    if len(body.encode()) > MAX_BODY_BYTES:
+        raise MalformedInput(f"body is {len(body.encode())} bytes, over the 256 KB an event may have")
+    try:
+        raw = json.loads(body)
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise MalformedInput(f"body is not JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise MalformedInput(f"body is a JSON {type(raw).__name__}, not an EventBridge event object")
+    try:
+        return EventBridgeModel.model_validate(raw)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error) from None
+
+
+def _from_cloudevents(detail: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in detail.items():
+        if key in _CLOUDEVENTS_IGNORED:
+            continue
+        fields[_CLOUDEVENTS_EXTENSIONS.get(key, key)] = value
+    if "data_base64" in fields:
+        raise MalformedInput("data_base64 is not supported: send the payload as JSON in data", field="data")
+    return fields
+
+
+def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
+    """The accepted envelope, with its payload validated by the type's model."""
+    detail = bus_event.detail
+    if not isinstance(detail, dict):
+        raise MalformedInput("detail is not a JSON object", field="detail")
+    fields = _from_cloudevents(detail) if "specversion" in detail else dict(detail)
+    type_name = fields.setdefault("event_type" if "event_type" in fields else "type", bus_event.detail_type)
+    if not isinstance(type_name, str):
+        raise MalformedInput("type must be a string", field="type")
+    if type_name != bus_event.detail_type:
+        raise MalformedInput(
+            f"detail-type {bus_event.detail_type!r} does not match the envelope's type {type_name!r}",
+            field="type",
+        )
+    try:
+        spec = registry.get(type_name)
+    except UnknownType:
+        raise MalformedInput(
+            f"unknown type {type_name!r}: no registered workflow declares it", field="type"
+        ) from None
+    if spec.owner == "intentbus":
+        raise MalformedInput(
+            f"type {type_name!r} is a pipeline fact; only the pipeline publishes it", field="type"
+        )
+    if bus_event.source == PIPELINE_SOURCE:
+        raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
+    declared_kind = fields.setdefault("kind", spec.kind.value)
+    if declared_kind != spec.kind.value:
+        raise MalformedInput(f"{type_name!r} is a {spec.kind.value}, not a {declared_kind}", field="kind")
+
+    if "timestamp" not in fields:
+        fields.setdefault("time", bus_event.time)
+    fields.setdefault("source", bus_event.source)
+    event_id = fields.setdefault("id", content_id(detail))
+    if not isinstance(event_id, str):
+        raise MalformedInput("id must be a string", field="id")
+    run_id = fields.setdefault("run_id", f"run_{derive_id('run', event_id).replace('-', '')[:20]}")
+    fields.setdefault("trace_id", f"tr_{derive_id('trace', event_id).replace('-', '')}")
+    fields.setdefault("step_index", 0)
+    fields.setdefault("correlation_id", run_id)
+    try:
+        envelope = Envelope.model_validate(fields)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error) from None
+    try:
+        payload = spec.model.model_validate(envelope.payload)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error, prefix="payload.") from None
+    update: dict[str, Any] = {"payload": payload.model_dump(mode="json")}
+    if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:
+        update["idempotency_key"] = idempotency_key(envelope.run_id, envelope.step_index, update["payload"])
+    return envelope.model_copy(update=update), payload

@@ -1,0 +1,101 @@
+"""The workflow log: one entry per stage per input, written atomically with the state change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from intentbus.envelope import Envelope
+from intentbus.state import WorkflowState
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Outcome(StrEnum):
+    """Where an input ended. Every message ends in exactly one of these."""
+
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    STALE = "stale"
+    WAITING = "waiting"
+    DENIED = "denied"
+    PAUSED = "paused"
+    QUARANTINED = "quarantined"
+    DLQ = "dlq"
+
+
+class LogEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: str
+    input_id: str
+    input_type: str
+    outcome: Outcome
+    at: datetime
+    version: int = Field(ge=0)
+    """The workflow version once this entry was written."""
+    summary: dict[str, Any] = Field(default_factory=dict)
+    outputs: tuple[Envelope, ...] = ()
+    """What the stage published for this input; a redelivery republishes exactly these."""
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    EXPIRED = "EXPIRED"
+
+
+class Approval(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    approval_id: str
+    tenant_id: str
+    run_id: str
+    workflow: str
+    command: Envelope
+    proposed_at_version: int
+    proposed_by: str | None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    confidence: float | None = None
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    requested_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One atomic write: an optional state change, the log entry, and an optional approval.
+
+    ``expected_version`` is the version read: ``None`` with ``create=True`` means the run must not
+    exist yet; with a state it conditions the update; without a state it is only checked.
+    """
+
+    entry: LogEntry
+    tenant_id: str
+    run_id: str
+    expected_version: int | None
+    state: WorkflowState | None = None
+    create: bool = False
+    approval: Approval | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    state: WorkflowState | None
+    entry: LogEntry | None
+    """This stage's entry for this input, if it was already recorded (a redelivery)."""
+
+
+class CommitStatus(StrEnum):
+    COMMITTED = "committed"
+    ALREADY_RECORDED = "already_recorded"
+    VERSION_CONFLICT = "version_conflict"
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    status: CommitStatus
+    entry: LogEntry | None = None
+    """The entry already recorded, when status is ALREADY_RECORDED."""

@@ -1,0 +1,78 @@
+"""Wires a stage to its AWS adapters from the function's environment; built once per warm container."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from intentbus.adapters.clients import AwsClients
+from intentbus.adapters.clock import SystemClock
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.adapters.eventbridge_bus import EventBridgeBus
+from intentbus.adapters.sqs_quarantine import SqsQuarantine
+from intentbus.catalog import Catalog
+from intentbus.config import Settings
+from intentbus.stages.common import StageDeps
+
+if TYPE_CHECKING:
+    from intentbus.stages.authorize import AuthorizeStage
+    from intentbus.stages.decide import DecideStage
+    from intentbus.stages.execute import ExecuteStage
+    from intentbus.stages.record import RecordStage
+    from intentbus.stages.validate import ValidateStage
+
+
+class Runtime:
+    def __init__(self, settings: Settings, clients: AwsClients) -> None:
+        self.settings = settings
+        self.clients = clients
+        clock = SystemClock()
+        self.deps = StageDeps(
+            catalog=Catalog.from_modules(settings.intentbus_workflows),
+            bus=EventBridgeBus(settings.event_bus_name, clients.client("events")),
+            quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.client("sqs"), clock),
+            clock=clock,
+            environment=settings.intentbus_environment,
+            settings=dict(os.environ),
+        )
+        self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
+
+    @classmethod
+    def from_env(cls) -> Runtime:
+        return cls(Settings.from_env(os.environ), AwsClients())
+
+
+def validate_stage(runtime: Runtime) -> ValidateStage:
+    from intentbus.stages.validate import ValidateStage
+
+    return ValidateStage(runtime.deps, runtime.store)
+
+
+def decide_stage(runtime: Runtime) -> DecideStage:
+    from intentbus.stages.decide import DecideStage
+
+    return DecideStage(runtime.deps, runtime.store)
+
+
+def authorize_stage(runtime: Runtime) -> AuthorizeStage:
+    from intentbus.stages.authorize import AuthorizeStage
+
+    return AuthorizeStage(runtime.deps, runtime.store)
+
+
+def execute_stage(runtime: Runtime) -> ExecuteStage:
+    from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
+    from intentbus.stages.execute import ExecuteStage
+
+    runner = PowertoolsIdempotentRunner(
+        runtime.settings.require_idempotency_table(),
+        runtime.clients.client("dynamodb"),
+        retention_seconds=runtime.settings.idempotency_retention_seconds,
+    )
+    return ExecuteStage(runtime.deps, runner, runtime.clients)
+
+
+def record_stage(runtime: Runtime) -> RecordStage:
+    from intentbus.stages.record import RecordStage
+
+    return RecordStage(runtime.deps, runtime.store)

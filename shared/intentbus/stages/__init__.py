@@ -1,0 +1,1 @@
+"""The five stages' cores: pure logic over the ports; the Lambda handlers call ``handle``."""

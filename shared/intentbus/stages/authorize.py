@@ -1,0 +1,226 @@
+"""authorize: the policy, not the model, decides whether a proposed command may run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from intentbus import facts
+from intentbus.definition import Workflow
+from intentbus.envelope import Envelope, Kind
+from intentbus.errors import MalformedInput
+from intentbus.ids import derive_id
+from intentbus.journal import Approval, Commit, LogEntry, Outcome
+from intentbus.policy import Effect, Verdict
+from intentbus.ports import WorkflowStore
+from intentbus.registry import Payload
+from intentbus.stages.common import (
+    COMMIT_ATTEMPTS,
+    ConcurrentUpdate,
+    Stage,
+    StageDeps,
+    StageResult,
+    commit_then_publish,
+    log_only,
+    publish,
+    quarantined,
+    read_fact,
+)
+from intentbus.state import Status, WorkflowState, begin_step, new_run
+
+STAGE = "authorize"
+
+
+@dataclass(frozen=True)
+class _Turn:
+    proposed: Envelope
+    fact: facts.CommandProposed
+    workflow: Workflow
+    state: WorkflowState
+    """The run as it will be authorized: read, or started by this command."""
+    is_new: bool
+    read: WorkflowState | None
+    """The run as read, whose version the write is conditioned on."""
+    now: datetime
+
+
+@dataclass
+class AuthorizeStage(Stage):
+    deps: StageDeps
+    store: WorkflowStore
+
+    def handle(self, body: str, message_id: str | None = None) -> StageResult:
+        try:
+            fact = read_fact(body, {facts.COMMAND_PROPOSED: facts.CommandProposed})
+            for _ in range(COMMIT_ATTEMPTS):
+                result = self._attempt(fact.envelope, fact.payload)
+                if result is not None:
+                    return result
+        except MalformedInput as error:
+            return quarantined(self.deps, STAGE, error, body, message_id)
+        raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize")
+
+    def _attempt(self, proposed: Envelope, fact: facts.CommandProposed) -> StageResult | None:
+        command = fact.command
+        if command.kind is not Kind.COMMAND:
+            raise MalformedInput(
+                f"{command.type!r} is a {command.kind.value}, not a command", field="command.kind"
+            )
+        snapshot = self.store.snapshot(command.tenant_id, command.run_id, STAGE, proposed.id)
+        if snapshot.entry is not None:
+            return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
+        workflow = self.deps.catalog.owner(command.type)
+        if workflow is None or command.type not in workflow.commands:
+            raise MalformedInput(f"no workflow declares the command {command.type!r}", field="command.type")
+        now = self.deps.clock.now()
+        state, is_new = self._run_for(snapshot.state, command, workflow, now)
+        if state is None:
+            reason = self._why_stale(snapshot.state, command)
+            entry = LogEntry(
+                stage=STAGE,
+                input_id=proposed.id,
+                input_type=command.type,
+                outcome=Outcome.STALE,
+                at=now,
+                version=0,
+                summary={"reason": reason, "command_id": command.id},
+            )
+            return commit_then_publish(
+                self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), proposed
+            )
+        verdict = workflow.policy.evaluate(
+            command=command.type,
+            payload=command.payload,
+            tenant_id=command.tenant_id,
+            environment=self.deps.environment,
+        )
+        turn = _Turn(
+            proposed=proposed,
+            fact=fact,
+            workflow=workflow,
+            state=state,
+            is_new=is_new,
+            read=snapshot.state,
+            now=now,
+        )
+        return self._apply(turn, verdict)
+
+    @staticmethod
+    def _run_for(
+        state: WorkflowState | None, command: Envelope, workflow: Workflow, now: datetime
+    ) -> tuple[WorkflowState | None, bool]:
+        """The run the command belongs to; a command another system sent directly starts one."""
+        if state is None:
+            if command.type not in workflow.starts_on:
+                return None, False
+            base = new_run(
+                tenant_id=command.tenant_id,
+                run_id=command.run_id,
+                workflow=workflow.name,
+                definition_version=workflow.version,
+                step_on=command.type,
+                now=now,
+            )
+            started = begin_step(
+                base,
+                step_on=command.type,
+                command_ids=(command.id,),
+                tokens=0,
+                depth=command.depth,
+                now=now,
+                is_new=True,
+            )
+            return started, True
+        # A sibling of a command that waits for approval is still authorized on its own.
+        if state.status not in (Status.RUNNING, Status.AWAITING_APPROVAL) or command.id not in state.pending:
+            return None, False
+        return state, False
+
+    @staticmethod
+    def _why_stale(state: WorkflowState | None, command: Envelope) -> str:
+        if state is None:
+            return f"no run {command.run_id} exists for {command.type}"
+        if state.status not in (Status.RUNNING, Status.AWAITING_APPROVAL):
+            return f"the run is {state.status.value}"
+        return f"command {command.id} is not pending in step {state.step_index}"
+
+    def _apply(self, turn: _Turn, verdict: Verdict) -> StageResult | None:
+        proposed, command, fact, workflow, state, is_new, read, now = (
+            turn.proposed,
+            turn.fact.command,
+            turn.fact,
+            turn.workflow,
+            turn.state,
+            turn.is_new,
+            turn.read,
+            turn.now,
+        )
+        approval: Approval | None = None
+        new_state: WorkflowState | None = state if is_new else None
+        payload: Payload
+        if verdict.effect is Effect.ALLOW:
+            fact_type, outcome = facts.COMMAND_AUTHORIZED, Outcome.APPLIED
+            payload = facts.CommandAuthorized(command=command, verdict=verdict)
+        elif verdict.effect is Effect.DENY:
+            fact_type, outcome = facts.COMMAND_DENIED, Outcome.DENIED
+            payload = facts.CommandDenied(command=command, verdict=verdict)
+        else:
+            fact_type, outcome = facts.HUMAN_APPROVAL_REQUIRED, Outcome.WAITING
+            approval = Approval(
+                approval_id=derive_id(command.id, "approval"),
+                tenant_id=command.tenant_id,
+                run_id=command.run_id,
+                workflow=workflow.name,
+                command=command,
+                proposed_at_version=state.version,
+                proposed_by=fact.agent,
+                requested_at=now,
+                expires_at=now + workflow.approval_timeout,
+            )
+            new_state = state.model_copy(
+                update={
+                    "status": Status.AWAITING_APPROVAL,
+                    "updated_at": now,
+                    "version": state.version if is_new else state.version + 1,
+                }
+            )
+            payload = facts.HumanApprovalRequired(
+                command=command,
+                verdict=verdict,
+                approval_id=approval.approval_id,
+                expires_at=approval.expires_at,
+            )
+        version = (new_state or state).version
+        output = proposed.follow(
+            stage=STAGE,
+            type=fact_type,
+            kind=Kind.EVENT,
+            time=now,
+            source=facts.PIPELINE_SOURCE,
+            version=version,
+            payload=payload.model_dump(mode="json"),
+        )
+        entry = LogEntry(
+            stage=STAGE,
+            input_id=proposed.id,
+            input_type=command.type,
+            outcome=outcome,
+            at=now,
+            version=version,
+            outputs=(output,),
+            summary={
+                "command_id": command.id,
+                "verdict": verdict.model_dump(mode="json"),
+                "reason": verdict.reason,
+            },
+        )
+        commit = Commit(
+            entry=entry,
+            tenant_id=command.tenant_id,
+            run_id=command.run_id,
+            expected_version=None if read is None else read.version,
+            state=new_state,
+            create=is_new,
+            approval=approval,
+        )
+        return commit_then_publish(self.deps, self.store, commit, proposed)

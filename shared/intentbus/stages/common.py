@@ -1,0 +1,123 @@
+"""What every stage shares: reading its input fact, quarantining, republishing recorded outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from intentbus.catalog import Catalog
+from intentbus.envelope import Envelope
+from intentbus.errors import MalformedInput
+from intentbus.inbound import parse_bus_event
+from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
+from intentbus.ports import Bus, Clock, Quarantine, WorkflowStore
+from pydantic import BaseModel, ValidationError
+
+FactT = TypeVar("FactT", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """How one message ended, and what the stage published for it."""
+
+    outcome: Outcome
+    envelope: Envelope | None = None
+    published: tuple[Envelope, ...] = ()
+    reason: str | None = None
+
+
+class StageCore(Protocol):
+    def handle(self, body: str, message_id: str | None = None) -> StageResult: ...
+
+    def bind(self, context: LambdaContext) -> None: ...
+
+
+class Stage:
+    """Base of the stage cores; ``bind`` receives the Lambda context before a batch."""
+
+    def bind(self, context: LambdaContext) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Fact(Generic[FactT]):
+    envelope: Envelope
+    payload: FactT
+
+
+@dataclass
+class StageDeps:
+    catalog: Catalog
+    bus: Bus
+    quarantine: Quarantine
+    clock: Clock
+    environment: str
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
+    """Parse a pipeline fact delivered from the bus; anything else is malformed."""
+    bus_event = parse_bus_event(body)
+    if bus_event.detail_type not in models:
+        raise MalformedInput(
+            f"detail-type {bus_event.detail_type!r} is not one of {sorted(models)}", field="detail-type"
+        )
+    try:
+        envelope = Envelope.model_validate(bus_event.detail)
+        payload = models[bus_event.detail_type].model_validate(envelope.payload)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error, prefix="detail.") from None
+    if envelope.type != bus_event.detail_type:
+        raise MalformedInput(
+            f"detail-type {bus_event.detail_type!r} does not match the envelope's type {envelope.type!r}",
+            field="type",
+        )
+    return Fact(envelope=envelope, payload=payload)
+
+
+def quarantined(
+    deps: StageDeps, stage: str, error: MalformedInput, body: str, message_id: str | None
+) -> StageResult:
+    deps.quarantine.put(stage=stage, reason=error.reason, field=error.field, body=body, message_id=message_id)
+    return StageResult(outcome=Outcome.QUARANTINED, reason=error.reason)
+
+
+def publish(
+    deps: StageDeps,
+    outcome: Outcome,
+    envelope: Envelope,
+    outputs: Sequence[Envelope],
+    reason: str | None = None,
+) -> StageResult:
+    if outputs:
+        deps.bus.publish(outputs)
+    return StageResult(outcome=outcome, envelope=envelope, published=tuple(outputs), reason=reason)
+
+
+class ConcurrentUpdate(Exception):
+    """The run kept changing under this stage; SQS redelivers and the stage reads it again."""
+
+
+COMMIT_ATTEMPTS = 3
+
+
+def commit_then_publish(
+    deps: StageDeps, store: WorkflowStore, commit: Commit, envelope: Envelope
+) -> StageResult | None:
+    """Record, then publish (rule 1). ``None`` on a version conflict: the caller reads again."""
+    result = store.commit(commit)
+    if result.status is CommitStatus.VERSION_CONFLICT:
+        return None
+    if result.status is CommitStatus.ALREADY_RECORDED:
+        assert result.entry is not None
+        return publish(deps, Outcome.DUPLICATE, envelope, result.entry.outputs)
+    return publish(
+        deps, commit.entry.outcome, envelope, commit.entry.outputs, commit.entry.summary.get("reason")
+    )
+
+
+def log_only(entry: LogEntry, tenant_id: str, run_id: str) -> Commit:
+    """A commit that changes no state: stale inputs are recorded, never applied."""
+    return Commit(entry=entry, tenant_id=tenant_id, run_id=run_id, expected_version=None)

@@ -1,0 +1,195 @@
+"""record: append the outcome to the log, move the run on (version-checked), publish its domain events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from intentbus import facts
+from intentbus.definition import Step, Workflow
+from intentbus.envelope import Envelope, Kind
+from intentbus.errors import MalformedInput
+from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.ports import WorkflowStore
+from intentbus.stages.common import (
+    COMMIT_ATTEMPTS,
+    ConcurrentUpdate,
+    Stage,
+    StageDeps,
+    StageResult,
+    commit_then_publish,
+    log_only,
+    publish,
+    quarantined,
+    read_fact,
+)
+from intentbus.state import Status, WorkflowState, record_result, settle
+from pydantic import ValidationError
+
+STAGE = "record"
+
+OutcomeFact = facts.CommandExecuted | facts.CommandFailed | facts.CommandDenied
+
+
+@dataclass
+class RecordStage(Stage):
+    deps: StageDeps
+    store: WorkflowStore
+
+    def handle(self, body: str, message_id: str | None = None) -> StageResult:
+        try:
+            fact = read_fact(
+                body,
+                {
+                    facts.COMMAND_EXECUTED: facts.CommandExecuted,
+                    facts.COMMAND_FAILED: facts.CommandFailed,
+                    facts.COMMAND_DENIED: facts.CommandDenied,
+                },
+            )
+        except MalformedInput as error:
+            return quarantined(self.deps, STAGE, error, body, message_id)
+        for _ in range(COMMIT_ATTEMPTS):
+            result = self._attempt(fact.envelope, cast(OutcomeFact, fact.payload))
+            if result is not None:
+                return result
+        raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record")
+
+    def _attempt(self, incoming: Envelope, fact: OutcomeFact) -> StageResult | None:
+        command = fact.command
+        snapshot = self.store.snapshot(command.tenant_id, command.run_id, STAGE, incoming.id)
+        if snapshot.entry is not None:
+            return publish(self.deps, Outcome.DUPLICATE, incoming, snapshot.entry.outputs)
+        now = self.deps.clock.now()
+        state = snapshot.state
+        if state is None or state.terminal or command.id not in state.pending:
+            reason = (
+                "no such run"
+                if state is None
+                else f"the run is {state.status.value}"
+                if state.terminal
+                else f"command {command.id} is not pending in step {state.step_index}"
+            )
+            entry = LogEntry(
+                stage=STAGE,
+                input_id=incoming.id,
+                input_type=incoming.type,
+                outcome=Outcome.STALE,
+                at=now,
+                version=0 if state is None else state.version,
+                summary={"reason": reason, "command_id": command.id},
+            )
+            return commit_then_publish(
+                self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), incoming
+            )
+        workflow = self.deps.catalog.workflow(state.workflow)
+        new_state, outputs, outcome, summary = self._transition(incoming, fact, workflow, state, now)
+        entry = LogEntry(
+            stage=STAGE,
+            input_id=incoming.id,
+            input_type=incoming.type,
+            outcome=outcome,
+            at=now,
+            version=new_state.version,
+            outputs=tuple(outputs),
+            summary={"command_id": command.id, "command_type": command.type, **summary},
+        )
+        commit = Commit(
+            entry=entry,
+            tenant_id=command.tenant_id,
+            run_id=command.run_id,
+            expected_version=state.version,
+            state=new_state,
+        )
+        return commit_then_publish(self.deps, self.store, commit, incoming)
+
+    def _transition(
+        self, incoming: Envelope, fact: OutcomeFact, workflow: Workflow, state: WorkflowState, now: datetime
+    ) -> tuple[WorkflowState, list[Envelope], Outcome, dict[str, Any]]:
+        command = fact.command
+        if isinstance(fact, facts.CommandDenied):
+            settled = settle(state, status=Status.DENIED, reason=fact.verdict.reason, now=now)
+            return (
+                settled,
+                [self._ended(incoming, workflow, settled, now)],
+                Outcome.DENIED,
+                {"reason": fact.verdict.reason},
+            )
+        if isinstance(fact, facts.CommandFailed):
+            settled = settle(state, status=Status.FAILED, reason=fact.error, now=now)
+            return (
+                settled,
+                [self._ended(incoming, workflow, settled, now)],
+                Outcome.APPLIED,
+                {"reason": fact.error},
+            )
+        advanced = record_result(state, command_id=command.id, result=fact.result, now=now)
+        if advanced.pending:
+            return advanced, [], Outcome.APPLIED, {"waiting_for": list(advanced.pending)}
+        step = workflow.steps[state.step_on]
+        try:
+            payload = self._outcome_payload(step, workflow, advanced)
+        except MalformedInput as error:
+            settled = settle(state, status=Status.FAILED, reason=error.reason, now=now)
+            return (
+                settled,
+                [self._ended(incoming, workflow, settled, now)],
+                Outcome.APPLIED,
+                {"reason": error.reason},
+            )
+        if step.final:
+            advanced = advanced.model_copy(update={"status": Status.COMPLETED})
+        outputs = [
+            incoming.follow(
+                stage=STAGE,
+                type=step.outcome,
+                kind=Kind.EVENT,
+                time=now,
+                source=facts.WORKFLOW_SOURCE,
+                depth=incoming.depth + 1,
+                version=advanced.version,
+                payload=payload,
+            )
+        ]
+        if step.final:
+            outputs.append(
+                incoming.follow(
+                    stage=STAGE,
+                    index=1,
+                    type=facts.WORKFLOW_COMPLETED,
+                    kind=Kind.EVENT,
+                    time=now,
+                    source=facts.PIPELINE_SOURCE,
+                    version=advanced.version,
+                    payload=facts.WorkflowCompleted(
+                        workflow=workflow.name, steps=advanced.steps_taken
+                    ).model_dump(mode="json"),
+                )
+            )
+        return advanced, outputs, Outcome.APPLIED, {"outcome": step.outcome, "status": advanced.status.value}
+
+    @staticmethod
+    def _outcome_payload(step: Step, workflow: Workflow, state: WorkflowState) -> dict[str, Any]:
+        raw = (
+            step.outcome_payload(state.results)
+            if step.outcome_payload
+            else next(iter(state.results.values()))
+        )
+        try:
+            return workflow.events[step.outcome].model.model_validate(dict(raw)).model_dump(mode="json")
+        except ValidationError as error:
+            raise MalformedInput.from_validation(error, prefix=f"{step.outcome}.") from None
+
+    @staticmethod
+    def _ended(incoming: Envelope, workflow: Workflow, state: WorkflowState, now: datetime) -> Envelope:
+        return incoming.follow(
+            stage=STAGE,
+            type=facts.WORKFLOW_FAILED,
+            kind=Kind.EVENT,
+            time=now,
+            source=facts.PIPELINE_SOURCE,
+            version=state.version,
+            payload=facts.WorkflowFailed(
+                workflow=workflow.name, status=state.status.value, reason=state.reason or ""
+            ).model_dump(mode="json"),
+        )

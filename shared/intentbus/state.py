@@ -1,0 +1,119 @@
+"""Workflow state and its transitions: pure functions, no AWS."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Status(StrEnum):
+    RUNNING = "RUNNING"
+    AWAITING_APPROVAL = "AWAITING_APPROVAL"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    DENIED = "DENIED"
+    FAILED = "FAILED"
+
+
+TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED})
+
+
+class WorkflowState(BaseModel):
+    """One run of a workflow. ``version`` increases by one with every transition."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: str
+    run_id: str
+    workflow: str
+    definition_version: str
+    status: Status
+    version: int = Field(ge=1)
+    step_index: int = Field(ge=0)
+    step_on: str
+    """The event or command type that started the current step."""
+    pending: tuple[str, ...] = ()
+    """Ids of the current step's commands that have no outcome yet."""
+    results: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The current step's results by command id."""
+    steps_taken: int = Field(default=0, ge=0)
+    tokens_used: int = Field(default=0, ge=0)
+    max_depth: int = Field(default=0, ge=0)
+    started_at: datetime
+    updated_at: datetime
+    reason: str | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+def new_run(
+    *, tenant_id: str, run_id: str, workflow: str, definition_version: str, step_on: str, now: datetime
+) -> WorkflowState:
+    """The state before the first step; it is first written together with that step."""
+    return WorkflowState(
+        tenant_id=tenant_id,
+        run_id=run_id,
+        workflow=workflow,
+        definition_version=definition_version,
+        status=Status.RUNNING,
+        version=1,
+        step_index=0,
+        step_on=step_on,
+        started_at=now,
+        updated_at=now,
+    )
+
+
+def begin_step(
+    state: WorkflowState,
+    *,
+    step_on: str,
+    command_ids: tuple[str, ...],
+    tokens: int,
+    depth: int,
+    now: datetime,
+    is_new: bool,
+) -> WorkflowState:
+    return state.model_copy(
+        update={
+            "version": state.version if is_new else state.version + 1,
+            "step_index": state.step_index + 1,
+            "step_on": step_on,
+            "pending": command_ids,
+            "results": {},
+            "steps_taken": state.steps_taken + 1,
+            "tokens_used": state.tokens_used + tokens,
+            "max_depth": max(state.max_depth, depth),
+            "updated_at": now,
+        }
+    )
+
+
+def settle(state: WorkflowState, *, status: Status, reason: str | None, now: datetime) -> WorkflowState:
+    return state.model_copy(
+        update={
+            "version": state.version + 1,
+            "status": status,
+            "reason": reason,
+            "pending": (),
+            "updated_at": now,
+        }
+    )
+
+
+def record_result(
+    state: WorkflowState, *, command_id: str, result: dict[str, Any], now: datetime
+) -> WorkflowState:
+    return state.model_copy(
+        update={
+            "version": state.version + 1,
+            "pending": tuple(pending for pending in state.pending if pending != command_id),
+            "results": {**state.results, command_id: result},
+            "updated_at": now,
+        }
+    )

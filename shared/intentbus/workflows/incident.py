@@ -1,0 +1,322 @@
+"""Incident response: latency rises, agents diagnose, and a scale-up runs within policy.
+
+ServiceLatencyIncreased → DiagnosisRequested → DependencyFailureSuspected → RecoveryProposed
+→ RecoveryCompleted. Each arrow is one step: an agent proposes a command, policy authorizes it,
+its tool runs once, and the outcome event starts the next step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from intentbus.definition import (
+    Budget,
+    Decision,
+    DecisionContext,
+    ProposedCommand,
+    RepeatSafety,
+    ScriptedAgent,
+    Step,
+    ToolContext,
+    ToolError,
+    Workflow,
+    tool,
+)
+from intentbus.policy import Effect, Limit, Policy, Rule
+from intentbus.registry import Payload
+from pydantic import Field
+
+METRICS_NAMESPACE = "intentbus/services"
+LATENCY_METRIC = "LatencyP99"
+DEPENDENCY_ERROR_METRIC = "DependencyErrorRate"
+SUSPECT_ERROR_RATE = 0.05
+MAX_DESIRED_COUNT = 20
+
+Environment = Literal["dev", "staging", "production"]
+
+
+class ServiceRef(Payload):
+    service: str = Field(min_length=1, max_length=255)
+    cluster: str = Field(min_length=1, max_length=255)
+    environment: Environment
+
+
+class ServiceLatencyIncreased(ServiceRef):
+    p99_ms: float = Field(ge=0)
+    threshold_ms: float = Field(gt=0)
+
+
+class DiagnosisRequested(ServiceRef):
+    p99_ms: float
+    datapoints: int = Field(ge=0)
+    window_minutes: int
+
+
+class DependencyFailureSuspected(ServiceRef):
+    dependency: str
+    error_rate: float
+    checked: dict[str, float]
+
+
+class RecoveryProposed(ServiceRef):
+    current_count: int = Field(ge=0)
+    desired_count: int = Field(ge=1)
+    reason: str
+
+
+class RecoveryCompleted(ServiceRef):
+    previous_count: int = Field(ge=0)
+    desired_count: int = Field(ge=1)
+
+
+class CollectDiagnostics(ServiceRef):
+    window_minutes: int = Field(default=15, ge=1, le=1440)
+
+
+class CheckDependencies(ServiceRef):
+    window_minutes: int = Field(default=15, ge=1, le=1440)
+
+
+class PlanRecovery(ServiceRef):
+    dependency: str
+
+
+class ScaleService(ServiceRef):
+    desired_count: int = Field(ge=1)
+
+
+def _window(context: ToolContext, minutes: int) -> tuple[datetime, datetime]:
+    end = datetime.now(UTC)
+    return end - timedelta(minutes=minutes), end
+
+
+def _max_statistic(
+    context: ToolContext, metric: str, dimensions: list[dict[str, str]], minutes: int
+) -> tuple[float, int]:
+    start, end = _window(context, minutes)
+    response = context.clients.client("cloudwatch").get_metric_statistics(
+        Namespace=METRICS_NAMESPACE,
+        MetricName=metric,
+        Dimensions=dimensions,
+        StartTime=start,
+        EndTime=end,
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    points = response.get("Datapoints", [])
+    return max((float(point["Maximum"]) for point in points), default=0.0), len(points)
+
+
+@tool(repeat_safety=RepeatSafety.SAFE)
+def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Mapping[str, Any]:
+    """Reads the service's p99 latency from CloudWatch."""
+    p99, count = _max_statistic(
+        context, LATENCY_METRIC, [{"Name": "Service", "Value": command.service}], command.window_minutes
+    )
+    return {
+        **command.model_dump(exclude={"window_minutes"}),
+        "p99_ms": p99,
+        "datapoints": count,
+        "window_minutes": command.window_minutes,
+    }
+
+
+@tool(repeat_safety=RepeatSafety.SAFE)
+def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapping[str, Any]:
+    """Reads every dependency's error rate and names the worst one."""
+    listed = context.clients.client("cloudwatch").list_metrics(
+        Namespace=METRICS_NAMESPACE,
+        MetricName=DEPENDENCY_ERROR_METRIC,
+        Dimensions=[{"Name": "Service", "Value": command.service}],
+    )
+    rates: dict[str, float] = {}
+    for metric in listed.get("Metrics", []):
+        dimensions = {item["Name"]: item["Value"] for item in metric.get("Dimensions", [])}
+        dependency = dimensions.get("Dependency")
+        if dependency:
+            rates[dependency], _ = _max_statistic(
+                context, DEPENDENCY_ERROR_METRIC, metric["Dimensions"], command.window_minutes
+            )
+    if not rates:
+        raise ToolError(f"no dependency metrics for {command.service}", retryable=False)
+    worst = max(rates, key=lambda name: rates[name])
+    return {
+        **command.model_dump(exclude={"window_minutes"}),
+        "dependency": worst,
+        "error_rate": rates[worst],
+        "checked": rates,
+    }
+
+
+@tool(repeat_safety=RepeatSafety.SAFE)
+def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, Any]:
+    """Reads the ECS service and proposes doubling it, within the policy's ceiling."""
+    response = context.clients.client("ecs").describe_services(
+        cluster=command.cluster, services=[command.service]
+    )
+    services = response.get("services", [])
+    if not services:
+        raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
+    current = int(services[0]["desiredCount"])
+    return {
+        **command.model_dump(exclude={"dependency"}),
+        "current_count": current,
+        "desired_count": max(1, min(MAX_DESIRED_COUNT, current * 2)),
+        "reason": f"absorb retries while {command.dependency} is failing",
+    }
+
+
+@tool(repeat_safety=RepeatSafety.SAFE)
+def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
+    """Sets the desired count: an absolute value, so running it twice leaves the same service."""
+    ecs = context.clients.client("ecs")
+    before = ecs.describe_services(cluster=command.cluster, services=[command.service]).get("services", [])
+    if not before:
+        raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
+    ecs.update_service(cluster=command.cluster, service=command.service, desiredCount=command.desired_count)
+    return {**command.model_dump(), "previous_count": int(before[0]["desiredCount"])}
+
+
+def _propose(
+    agent: str, command: str, payload: dict[str, Any], rationale: str, confidence: float
+) -> Decision:
+    return Decision(
+        agent=agent,
+        commands=(ProposedCommand(type=command, payload=payload),),
+        rationale=rationale,
+        confidence=confidence,
+    )
+
+
+def _service(event: Any) -> dict[str, Any]:
+    return {"service": event.service, "cluster": event.cluster, "environment": event.environment}
+
+
+def _triage(context: DecisionContext) -> Decision:
+    event = context.event
+    assert isinstance(event, ServiceLatencyIncreased)
+    return _propose(
+        "triage",
+        "collect_diagnostics",
+        _service(event),
+        f"p99 {event.p99_ms:g} ms is over {event.threshold_ms:g} ms: read the latency metrics",
+        0.9,
+    )
+
+
+def _diagnose(context: DecisionContext) -> Decision:
+    event = context.event
+    assert isinstance(event, DiagnosisRequested)
+    return _propose(
+        "diagnostician",
+        "check_dependencies",
+        _service(event),
+        f"p99 peaked at {event.p99_ms:g} ms: look for a failing dependency",
+        0.8,
+    )
+
+
+def _plan(context: DecisionContext) -> Decision:
+    event = context.event
+    assert isinstance(event, DependencyFailureSuspected)
+    return _propose(
+        "planner",
+        "plan_recovery",
+        {**_service(event), "dependency": event.dependency},
+        f"{event.dependency} errors at {event.error_rate:.0%}: plan capacity",
+        0.75,
+    )
+
+
+def _operate(context: DecisionContext) -> Decision:
+    event = context.event
+    assert isinstance(event, RecoveryProposed)
+    return _propose(
+        "operator",
+        "scale_service",
+        {**_service(event), "desired_count": event.desired_count},
+        f"scale {event.service} from {event.current_count} to {event.desired_count}",
+        0.85,
+    )
+
+
+POLICY = Policy(
+    rules=(
+        Rule(
+            id="read-only-diagnostics",
+            command="collect_diagnostics",
+            effect=Effect.ALLOW,
+            reason="reads metrics only",
+        ),
+        Rule(
+            id="read-only-dependencies",
+            command="check_dependencies",
+            effect=Effect.ALLOW,
+            reason="reads metrics only",
+        ),
+        Rule(id="read-only-planning", command="plan_recovery", effect=Effect.ALLOW, reason="reads ECS only"),
+        Rule(
+            id="scale-non-production",
+            command="scale_service",
+            effect=Effect.ALLOW,
+            where={"environment": ("dev", "staging")},
+            limits={"desired_count": Limit(min=1, max=MAX_DESIRED_COUNT)},
+            reason="scaling outside production is allowed up to the ceiling",
+        ),
+        Rule(
+            id="scale-production-needs-approval",
+            command="scale_service",
+            effect=Effect.REQUIRE_APPROVAL,
+            where={"environment": ("production",)},
+            limits={"desired_count": Limit(min=1, max=MAX_DESIRED_COUNT)},
+            reason="scaling a production service needs a person's approval",
+        ),
+    )
+)
+
+workflow = Workflow(
+    name="incident_response",
+    version="1",
+    policy=POLICY,
+    budget=Budget(max_depth=8, max_steps=8, max_tokens=50_000, deadline=timedelta(hours=6)),
+)
+
+workflow.event("ServiceLatencyIncreased", ServiceLatencyIncreased, starts=True)
+workflow.event("DiagnosisRequested", DiagnosisRequested)
+workflow.event("DependencyFailureSuspected", DependencyFailureSuspected)
+workflow.event("RecoveryProposed", RecoveryProposed)
+workflow.event("RecoveryCompleted", RecoveryCompleted)
+
+workflow.command("collect_diagnostics", CollectDiagnostics, tool=collect_diagnostics)
+workflow.command("check_dependencies", CheckDependencies, tool=check_dependencies)
+workflow.command("plan_recovery", PlanRecovery, tool=plan_recovery)
+workflow.command(
+    "scale_service",
+    ScaleService,
+    tool=scale_service,
+    resource=lambda command: f"ecs:{command.cluster}/{command.service}",
+)
+
+workflow.step(
+    Step(on="ServiceLatencyIncreased", agent=ScriptedAgent("triage", _triage), outcome="DiagnosisRequested")
+)
+workflow.step(
+    Step(
+        on="DiagnosisRequested",
+        agent=ScriptedAgent("diagnostician", _diagnose),
+        outcome="DependencyFailureSuspected",
+    )
+)
+workflow.step(
+    Step(on="DependencyFailureSuspected", agent=ScriptedAgent("planner", _plan), outcome="RecoveryProposed")
+)
+workflow.step(
+    Step(
+        on="RecoveryProposed",
+        agent=ScriptedAgent("operator", _operate),
+        outcome="RecoveryCompleted",
+        final=True,
+    )
+)

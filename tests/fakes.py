@@ -1,0 +1,137 @@
+"""In-memory implementations of the ports, with the same conditional-write semantics as DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from intentbus.envelope import Envelope
+from intentbus.journal import Approval, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
+from intentbus.state import WorkflowState
+
+
+@dataclass
+class ManualClock:
+    current: datetime = field(default_factory=lambda: datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        self.current += timedelta(seconds=seconds)
+
+
+@dataclass
+class InMemoryStore:
+    states: dict[tuple[str, str], WorkflowState] = field(default_factory=dict)
+    logs: dict[tuple[str, str], dict[str, LogEntry]] = field(default_factory=dict)
+    approvals: dict[str, Approval] = field(default_factory=dict)
+    calls: int = 0
+
+    def snapshot(self, tenant_id: str, run_id: str, stage: str, input_id: str) -> Snapshot:
+        self.calls += 1
+        entry = self.logs.get((tenant_id, run_id), {}).get(f"{stage}#{input_id}")
+        return Snapshot(state=self.states.get((tenant_id, run_id)), entry=entry)
+
+    def commit(self, commit: Commit) -> CommitResult:
+        self.calls += 1
+        key = (commit.tenant_id, commit.run_id)
+        log = self.logs.setdefault(key, {})
+        entry_key = f"{commit.entry.stage}#{commit.entry.input_id}"
+        if entry_key in log:
+            return CommitResult(CommitStatus.ALREADY_RECORDED, log[entry_key])
+        current = self.states.get(key)
+        if commit.create and current is not None:
+            return CommitResult(CommitStatus.VERSION_CONFLICT)
+        if (
+            not commit.create
+            and commit.expected_version is not None
+            and (current is None or current.version != commit.expected_version)
+        ):
+            return CommitResult(CommitStatus.VERSION_CONFLICT)
+        log[entry_key] = commit.entry
+        if commit.state is not None:
+            self.states[key] = commit.state
+        if commit.approval is not None:
+            self.approvals[commit.approval.approval_id] = commit.approval
+        return CommitResult(CommitStatus.COMMITTED)
+
+    def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
+        return sorted(
+            self.logs.get((tenant_id, run_id), {}).values(), key=lambda entry: (entry.at, entry.version)
+        )
+
+
+@dataclass
+class RecordingBus:
+    published: list[Envelope] = field(default_factory=list)
+    calls: int = 0
+    fail_next: int = 0
+
+    def publish(self, envelopes: Sequence[Envelope]) -> None:
+        self.calls += 1
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ConnectionError("bus unavailable")
+        self.published.extend(envelopes)
+
+
+@dataclass
+class ListQuarantine:
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def put(self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None) -> None:
+        self.records.append(
+            {"stage": stage, "reason": reason, "field": field, "body": body, "message_id": message_id}
+        )
+
+
+@dataclass
+class InMemoryRunner:
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def bind(self, context: LambdaContext) -> None:
+        return None
+
+    def run(self, command: Envelope, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        key = str(command.idempotency_key)
+        if key not in self.results:
+            self.results[key] = work()
+        return self.results[key]
+
+
+def bus_body(envelope: Envelope, *, account: str = "123456789012") -> str:
+    """The SQS body an EventBridge rule delivers for a published envelope."""
+    return json.dumps(
+        {
+            "version": "0",
+            "id": f"eb-{envelope.id}",
+            "detail-type": envelope.type,
+            "source": envelope.source,
+            "account": account,
+            "time": envelope.time.isoformat(),
+            "region": "us-east-1",
+            "resources": [],
+            "detail": envelope.to_json_dict(),
+        }
+    )
+
+
+def raw_body(detail: Any, *, detail_type: str, source: str = "monitoring.example") -> str:
+    return json.dumps(
+        {
+            "version": "0",
+            "id": "eb-raw",
+            "detail-type": detail_type,
+            "source": source,
+            "account": "123456789012",
+            "time": "2026-12-01T09:00:00Z",
+            "region": "us-east-1",
+            "resources": [],
+            "detail": detail,
+        }
+    )

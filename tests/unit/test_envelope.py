@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from intentbus.catalog import Catalog
+from intentbus.envelope import Kind
+from intentbus.ids import canonical_json, derive_id, idempotency_key
+from intentbus.inbound import normalize, parse_bus_event
+from intentbus.workflows import direct_tool, incident
+
+from tests.fakes import raw_body
+
+SEED = (Path(__file__).parents[2] / "infra" / "events" / "seed_tool_call.json").read_text()
+
+
+def catalog() -> Catalog:
+    return Catalog([incident.workflow, direct_tool.workflow])
+
+
+def test_the_seed_envelope_is_accepted_verbatim() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, payload = normalize(parse_bus_event(body), catalog().types)
+    assert envelope.kind is Kind.COMMAND
+    assert envelope.type == "TOOL_EXECUTION_REQUESTED"
+    assert envelope.time.timestamp() == 1791859200
+    assert (envelope.trace_id, envelope.run_id, envelope.step_index) == (
+        "tr_9f82b1c4e20148",
+        "run_01hx7a9e8v7p2m",
+        3,
+    )
+    assert envelope.idempotency_key == "idem_8f3a01c9a4b2e67"
+    assert envelope.source == "crm.example"
+    assert payload.model_dump() == json.loads(SEED)["payload"]
+
+
+def test_an_event_without_an_id_gets_the_same_id_every_time() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED")
+    first, _ = normalize(parse_bus_event(body), catalog().types)
+    second, _ = normalize(parse_bus_event(body), catalog().types)
+    assert first.id == second.id
+
+
+def test_cloudevents_structured_mode_with_extensions() -> None:
+    detail = {
+        "specversion": "1.0",
+        "id": "ce-1",
+        "source": "monitor",
+        "type": "ServiceLatencyIncreased",
+        "time": "2026-12-01T10:00:00Z",
+        "datacontenttype": "application/json",
+        "tenantid": "acme",
+        "data": {
+            "service": "checkout-api",
+            "cluster": "shop",
+            "environment": "dev",
+            "p99_ms": 900,
+            "threshold_ms": 300,
+        },
+    }
+    envelope, _ = normalize(
+        parse_bus_event(raw_body(detail, detail_type="ServiceLatencyIncreased")), catalog().types
+    )
+    assert (envelope.id, envelope.tenant_id, envelope.kind) == ("ce-1", "acme", Kind.EVENT)
+    assert envelope.payload["p99_ms"] == 900.0
+
+
+def test_idempotency_key_follows_the_seed_formula_with_nested_payloads_canonical() -> None:
+    a = idempotency_key("run", 3, {"b": {"y": 1, "x": [1, 2]}, "a": "é"})
+    b = idempotency_key("run", 3, {"a": "é", "b": {"x": [1, 2], "y": 1}})
+    assert a == b
+    import hashlib
+
+    expected = hashlib.sha256(
+        f"run:3:{canonical_json({'a': 'é', 'b': {'x': [1, 2], 'y': 1}})}".encode()
+    ).hexdigest()
+    assert a == f"idem_{expected}"
+    assert idempotency_key("run", 4, {"a": "é"}) != idempotency_key("run", 3, {"a": "é"})
+
+
+def test_output_ids_are_uuid5_of_input_and_stage() -> None:
+    assert derive_id("evt-1", "decide", 0) == derive_id("evt-1", "decide", 0)
+    assert derive_id("evt-1", "decide", 0) != derive_id("evt-1", "authorize", 0)
+
+
+def test_json_schema_exported_for_every_type() -> None:
+    schemas = catalog().types.json_schemas()
+    assert schemas["scale_service"]["properties"]["payload"]["properties"]["desired_count"]["minimum"] == 1
+    assert schemas["EventAccepted"]["properties"]["kind"] == {"const": "event", "title": "Kind"}
+    assert len(schemas) == len(list(catalog().types))
