@@ -19,6 +19,8 @@ class AwsClients:
 
     def client(self, service_name: str) -> Any:
         if service_name not in self._clients:
-            session = self._session or boto3.session.Session()
-            self._clients[service_name] = session.client(service_name, config=self._config)  # type: ignore[call-overload]
+            # One session for every client: each new session reads botocore's endpoint data again.
+            if self._session is None:
+                self._session = boto3.session.Session()
+            self._clients[service_name] = self._session.client(service_name, config=self._config)  # type: ignore[call-overload]
         return self._clients[service_name]

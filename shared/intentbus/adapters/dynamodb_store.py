@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+
 from intentbus.journal import (
     Approval,
     Commit,
@@ -201,3 +202,27 @@ class DynamoWorkflowStore:
         )
         item = response.get("Item")
         return None if item is None else WorkflowState.model_validate_json(item["state"]["S"])
+
+    def runs(self, tenant_id: str, status: str | None = None) -> list[WorkflowState]:
+        """The tenant's runs, newest first, from the ``gsi1`` index (eventually consistent on AWS)."""
+        values = {":pk": _s(f"T#{tenant_id}#RUNS")}
+        condition = "gsi1pk = :pk"
+        if status:
+            values[":prefix"] = _s(f"{status}#")
+            condition += " AND begins_with(gsi1sk, :prefix)"
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "gsi1",
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        found: list[WorkflowState] = []
+        while True:
+            response = self._client.query(**kwargs)
+            found.extend(
+                WorkflowState.model_validate_json(item["state"]["S"]) for item in response.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in response:
+                break
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return sorted(found, key=lambda state: state.updated_at, reverse=True)

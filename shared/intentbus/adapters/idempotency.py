@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from intentbus.envelope import Envelope
 
 if TYPE_CHECKING:

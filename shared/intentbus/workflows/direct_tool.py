@@ -11,10 +11,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
-from intentbus.definition import RepeatSafety, Step, StepResults, ToolContext, ToolError, Workflow, tool
+from pydantic import Field
+
+from intentbus.definition import RepeatSafety, Step, StepResults, ToolContext, Workflow, tool
 from intentbus.policy import Effect, Policy, Rule
 from intentbus.registry import Payload
-from pydantic import Field
+from intentbus.tools import tool_error
 
 REQUESTED = "TOOL_EXECUTION_REQUESTED"
 COMPLETED = "TOOL_EXECUTION_COMPLETED"
@@ -53,12 +55,7 @@ def run_requested_tool(command: ToolExecutionRequested, context: ToolContext) ->
             ReturnValues="UPDATED_OLD",
         )
     except ClientError as error:
-        retryable = error.response["Error"]["Code"] in {
-            "ProvisionedThroughputExceededException",
-            "ThrottlingException",
-            "InternalServerError",
-        }
-        raise ToolError(f"CRM upsert failed: {error}", retryable=retryable) from error
+        raise tool_error(error, "the CRM upsert") from error
     previous = response.get("Attributes", {}).get("status", {}).get("S")
     return {
         "customer_id": parameters.customer_id,

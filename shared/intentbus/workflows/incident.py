@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from pydantic import Field
+
 from intentbus.definition import (
     Budget,
     Decision,
@@ -26,7 +28,7 @@ from intentbus.definition import (
 )
 from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
-from pydantic import Field
+from intentbus.tools import aws_errors
 
 METRICS_NAMESPACE = "intentbus/services"
 LATENCY_METRIC = "LatencyP99"
@@ -87,7 +89,7 @@ class ScaleService(ServiceRef):
     desired_count: int = Field(ge=1)
 
 
-def _window(context: ToolContext, minutes: int) -> tuple[datetime, datetime]:
+def _window(minutes: int) -> tuple[datetime, datetime]:
     end = datetime.now(UTC)
     return end - timedelta(minutes=minutes), end
 
@@ -95,16 +97,17 @@ def _window(context: ToolContext, minutes: int) -> tuple[datetime, datetime]:
 def _max_statistic(
     context: ToolContext, metric: str, dimensions: list[dict[str, str]], minutes: int
 ) -> tuple[float, int]:
-    start, end = _window(context, minutes)
-    response = context.clients.client("cloudwatch").get_metric_statistics(
-        Namespace=METRICS_NAMESPACE,
-        MetricName=metric,
-        Dimensions=dimensions,
-        StartTime=start,
-        EndTime=end,
-        Period=60,
-        Statistics=["Maximum"],
-    )
+    start, end = _window(minutes)
+    with aws_errors(f"reading {metric}"):
+        response = context.clients.client("cloudwatch").get_metric_statistics(
+            Namespace=METRICS_NAMESPACE,
+            MetricName=metric,
+            Dimensions=dimensions,
+            StartTime=start,
+            EndTime=end,
+            Period=60,
+            Statistics=["Maximum"],
+        )
     points = response.get("Datapoints", [])
     return max((float(point["Maximum"]) for point in points), default=0.0), len(points)
 
@@ -126,11 +129,12 @@ def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Ma
 @tool(repeat_safety=RepeatSafety.SAFE)
 def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapping[str, Any]:
     """Reads every dependency's error rate and names the worst one."""
-    listed = context.clients.client("cloudwatch").list_metrics(
-        Namespace=METRICS_NAMESPACE,
-        MetricName=DEPENDENCY_ERROR_METRIC,
-        Dimensions=[{"Name": "Service", "Value": command.service}],
-    )
+    with aws_errors("listing dependency metrics"):
+        listed = context.clients.client("cloudwatch").list_metrics(
+            Namespace=METRICS_NAMESPACE,
+            MetricName=DEPENDENCY_ERROR_METRIC,
+            Dimensions=[{"Name": "Service", "Value": command.service}],
+        )
     rates: dict[str, float] = {}
     for metric in listed.get("Metrics", []):
         dimensions = {item["Name"]: item["Value"] for item in metric.get("Dimensions", [])}
@@ -150,13 +154,18 @@ def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapp
     }
 
 
+def _describe(context: ToolContext, command: ServiceRef) -> list[dict[str, Any]]:
+    with aws_errors(f"describing {command.cluster}/{command.service}"):
+        response = context.clients.client("ecs").describe_services(
+            cluster=command.cluster, services=[command.service]
+        )
+    return list(response.get("services", []))
+
+
 @tool(repeat_safety=RepeatSafety.SAFE)
 def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, Any]:
     """Reads the ECS service and proposes doubling it, within the policy's ceiling."""
-    response = context.clients.client("ecs").describe_services(
-        cluster=command.cluster, services=[command.service]
-    )
-    services = response.get("services", [])
+    services = _describe(context, command)
     if not services:
         raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
     current = int(services[0]["desiredCount"])
@@ -171,11 +180,13 @@ def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, A
 @tool(repeat_safety=RepeatSafety.SAFE)
 def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
     """Sets the desired count: an absolute value, so running it twice leaves the same service."""
-    ecs = context.clients.client("ecs")
-    before = ecs.describe_services(cluster=command.cluster, services=[command.service]).get("services", [])
+    before = _describe(context, command)
     if not before:
         raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
-    ecs.update_service(cluster=command.cluster, service=command.service, desiredCount=command.desired_count)
+    with aws_errors(f"scaling {command.cluster}/{command.service}"):
+        context.clients.client("ecs").update_service(
+            cluster=command.cluster, service=command.service, desiredCount=command.desired_count
+        )
     return {**command.model_dump(), "previous_count": int(before[0]["desiredCount"])}
 
 

@@ -1,0 +1,412 @@
+"""The local cloud itself: template.yaml on moto, and the poller that plays Lambda's SQS mappings.
+
+Every function runs the recorder fixture (tests/integration/fixture_functions/recorder), which journals
+what it received and misbehaves on request, so these tests do not depend on the real stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentbus_local import (
+    FakeLambdaContext,
+    Invocation,
+    LocalClock,
+    LocalCloud,
+    Mode,
+    NotIdleError,
+    load_template,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDER = Path(__file__).parent / "fixture_functions" / "recorder"
+STAGES = ("Validate", "Decide", "Authorize", "Execute", "Record")
+FUNCTIONS = tuple(f"{stage}Function" for stage in STAGES)
+FOURTEEN_DAYS = 14 * 24 * 3600
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def entries(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines()]
+
+    def by_behaviour(self, behaviour: str) -> list[dict[str, Any]]:
+        return [e for e in self.entries() if e["behaviour"] == behaviour]
+
+
+@pytest.fixture
+def journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Journal:
+    path = tmp_path / "journal.jsonl"
+    monkeypatch.setenv("FIXTURE_JOURNAL", str(path))
+    return Journal(path)
+
+
+def _cloud(tmp_path: Path, mode: Mode = "inprocess") -> LocalCloud:
+    return LocalCloud(
+        mode=mode,
+        code_dirs=dict.fromkeys(FUNCTIONS, RECORDER),
+        logs_dir=tmp_path / "logs",
+        stack_name="ib-test",
+    )
+
+
+@pytest.fixture(scope="class")
+def shared_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    """One stack for the tests of a class that leave every stage queue drained (provisioning takes ~1 s).
+    Class-scoped so it is gone before the next stack starts: in-process moto state is process-wide."""
+    with _cloud(tmp_path_factory.mktemp("shared")) as running:
+        yield running
+
+
+@pytest.fixture
+def cloud(tmp_path: Path, journal: Journal) -> Iterator[LocalCloud]:
+    """A fresh stack, for tests that leave messages in flight or in a DLQ."""
+    with _cloud(tmp_path) as running:
+        yield running
+
+
+def entry(detail_type: str, source: str = "intentbus.pipeline", **detail: Any) -> dict[str, Any]:
+    return {"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}
+
+
+def _bodies(invocation: Invocation) -> list[dict[str, Any]]:
+    return [json.loads(record["body"]) for record in invocation.event["Records"]]
+
+
+# ---------------------------------------------------------------------- the template, read offline
+
+
+def test_template_functions_come_from_the_sam_template() -> None:
+    template = load_template()
+    assert set(template.functions) == set(FUNCTIONS)
+    for stage in STAGES:
+        spec = template.functions[f"{stage}Function"]
+        assert spec.code_dir == REPO / "functions" / stage.lower()
+        assert spec.handler == "app.lambda_handler"
+        assert spec.timeout == 30
+        (event,) = spec.sqs_events
+        assert event.queue_logical_id == f"{stage}Queue"
+        assert (event.batch_size, event.batching_window_seconds, event.report_batch_item_failures) == (
+            10,
+            1,
+            True,
+        )
+    translated = template.cloudformation["Resources"]
+    assert not [r for r in translated.values() if r["Type"].startswith("AWS::Serverless::")]
+    assert translated["DecideFunction"]["Properties"]["Code"] == {
+        "S3Bucket": "local",
+        "S3Key": "DecideFunction.zip",
+    }
+
+
+def test_code_dirs_must_name_declared_functions() -> None:
+    with pytest.raises(ValueError, match="NoSuchFunction"):
+        load_template(code_dirs={"NoSuchFunction": RECORDER})
+
+
+# ---------------------------------------------------------------------- one stack, drained after every test
+
+
+class TestOnOneStack:
+    def test_provisioning_creates_what_the_template_declares(self, shared_cloud: LocalCloud) -> None:
+        topology = shared_cloud.topology
+        events = shared_cloud.clients.events()
+        sqs = shared_cloud.clients.sqs()
+        dynamodb = shared_cloud.clients.dynamodb()
+
+        assert topology.bus_name == "intentbus-ib-test"
+        assert events.describe_event_bus(Name=topology.bus_name)["Arn"] == topology.bus_arn
+        rules = {r["Name"]: r for r in events.list_rules(EventBusName=topology.bus_name)["Rules"]}
+        assert len(rules) == 5
+        targets = {
+            t["Arn"]
+            for name in rules
+            for t in events.list_targets_by_rule(Rule=name, EventBusName=topology.bus_name)["Targets"]
+        }
+        assert targets == {topology.queues[f"{stage}Queue"].arn for stage in STAGES}
+
+        for stage in STAGES:
+            function = topology.functions[f"{stage}Function"]
+            (mapping,) = function.mappings
+            assert mapping.queue.logical_id == f"{stage}Queue"
+            assert mapping.visibility_timeout == 6 * function.timeout == 180
+            assert mapping.max_receive_count == 5
+            assert mapping.dlq is not None
+            assert mapping.dlq.logical_id == f"{stage}DLQ"
+            assert topology.dlqs[f"{stage}Queue"] == mapping.dlq
+            assert (mapping.batch_size, mapping.batching_window_seconds) == (10, 1)
+            assert mapping.report_batch_item_failures
+            dlq = sqs.get_queue_attributes(QueueUrl=mapping.dlq.url, AttributeNames=["All"])["Attributes"]
+            assert int(dlq["MessageRetentionPeriod"]) == FOURTEEN_DAYS
+            queue_attributes = sqs.get_queue_attributes(QueueUrl=mapping.queue.url, AttributeNames=["All"])
+            assert queue_attributes["Attributes"]["SqsManagedSseEnabled"] == "true"
+        quarantine = sqs.get_queue_attributes(
+            QueueUrl=topology.queues["QuarantineQueue"].url, AttributeNames=["All"]
+        )
+        assert int(quarantine["Attributes"]["MessageRetentionPeriod"]) == FOURTEEN_DAYS
+
+        # moto must not run mappings itself (it would try Docker on every send): all deployed disabled.
+        mappings = shared_cloud.clients.lambda_().list_event_source_mappings()["EventSourceMappings"]
+        assert len(mappings) == 5
+        assert {m["State"] for m in mappings} == {"Disabled"}
+
+        workflow = dynamodb.describe_table(TableName=topology.tables["WorkflowTable"])["Table"]
+        assert {(k["AttributeName"], k["KeyType"]) for k in workflow["KeySchema"]} == {
+            ("pk", "HASH"),
+            ("sk", "RANGE"),
+        }
+        (gsi,) = workflow["GlobalSecondaryIndexes"]
+        assert gsi["IndexName"] == "gsi1"
+        assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["gsi1pk", "gsi1sk"]
+        assert gsi["Projection"]["ProjectionType"] == "ALL"
+        assert workflow["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+        for table, ttl_attribute in (("WorkflowTable", "ttl"), ("IdempotencyTable", "expiration")):
+            ttl = dynamodb.describe_time_to_live(TableName=topology.tables[table])["TimeToLiveDescription"]
+            assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", ttl_attribute)
+        for table in ("WorkflowTable", "IdempotencyTable", "CrmTable"):
+            backups = dynamodb.describe_continuous_backups(TableName=topology.tables[table])
+            pitr = backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
+            assert pitr["PointInTimeRecoveryStatus"] == "ENABLED"
+        crm = dynamodb.describe_table(TableName=topology.tables["CrmTable"])["Table"]
+        assert crm["KeySchema"] == [{"AttributeName": "customer_id", "KeyType": "HASH"}]
+
+    def test_function_environment_resolves_as_declared(
+        self, shared_cloud: LocalCloud, journal: Journal
+    ) -> None:
+        topology = shared_cloud.topology
+        execute = topology.functions["ExecuteFunction"].environment
+        assert execute["WORKFLOW_TABLE"] == topology.tables["WorkflowTable"]
+        assert execute["IDEMPOTENCY_TABLE"] == topology.tables["IdempotencyTable"]
+        assert execute["CRM_TABLE"] == topology.tables["CrmTable"]
+        assert execute["EVENT_BUS_NAME"] == topology.bus_name
+        assert execute["QUARANTINE_QUEUE_URL"] == topology.queues["QuarantineQueue"].url
+        assert execute["INTENTBUS_ENVIRONMENT"] == "dev"
+        assert (
+            execute["INTENTBUS_WORKFLOWS"] == "intentbus.workflows.incident,intentbus.workflows.direct_tool"
+        )
+        assert execute["POWERTOOLS_SERVICE_NAME"] == "intentbus-execute"
+        assert execute["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        assert "IDEMPOTENCY_TABLE" not in topology.functions["DecideFunction"].environment
+
+        shared_cloud.put_events([entry("CommandAuthorized")])
+        shared_cloud.run_until_idle(deadline_seconds=30)
+        (seen,) = journal.entries()
+        assert seen["function"] == topology.functions["ExecuteFunction"].name
+        assert seen["env"]["WORKFLOW_TABLE"] == topology.tables["WorkflowTable"]
+        assert seen["env"]["CRM_TABLE"] == topology.tables["CrmTable"]
+        assert seen["env"]["POWERTOOLS_SERVICE_NAME"] == "intentbus-execute"
+        assert "WORKFLOW_TABLE" not in os.environ  # the overlay is undone after the invocation
+
+    def test_event_accepted_reaches_the_decide_function_with_account(
+        self, shared_cloud: LocalCloud, journal: Journal
+    ) -> None:
+        seen: list[Invocation] = []
+        stop_observing = shared_cloud.add_observer(seen.append)
+        shared_cloud.put_events([entry("EventAccepted", run="r-1")])
+
+        summary = shared_cloud.run_until_idle(max_invocations=1, deadline_seconds=30)
+        stop_observing()
+
+        assert summary.idle
+        assert summary.invocations == {**dict.fromkeys(FUNCTIONS, 0), "DecideFunction": 1}
+        assert (summary.messages_processed, summary.messages_failed) == (1, 0)
+        (invocation,) = seen
+        assert invocation.function_logical_id == "DecideFunction"
+        assert invocation.error is None
+        (record,) = invocation.event["Records"]
+        assert record["eventSource"] == "aws:sqs"
+        assert record["eventSourceARN"] == shared_cloud.topology.queues["DecideQueue"].arn
+        assert record["attributes"]["ApproximateReceiveCount"] == "1"
+        system_attributes = {"SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"}
+        assert system_attributes <= record["attributes"].keys()
+        (body,) = _bodies(invocation)
+        assert body["account"] == shared_cloud.topology.account_id
+        assert (body["source"], body["detail-type"], body["detail"]) == (
+            "intentbus.pipeline",
+            "EventAccepted",
+            {"run": "r-1"},
+        )
+        # Powertools' EventBridgeModel (which requires `account`) parsed it inside the handler.
+        (journaled,) = journal.entries()
+        assert journaled["account"] == shared_cloud.topology.account_id
+
+    def test_each_rule_routes_to_its_stage(self, shared_cloud: LocalCloud, journal: Journal) -> None:
+        shared_cloud.put_events(
+            [
+                entry("AlarmRaised", source="monitoring"),
+                entry("IncidentResolved", source="intentbus.workflow"),
+                entry("EventAccepted"),
+                entry("CommandProposed"),
+                entry("CommandAuthorized"),
+                entry("CommandExecuted"),
+                entry("CommandFailed"),
+                entry("CommandDenied"),
+                entry("SomethingElse"),  # from the pipeline, but no stage subscribes
+            ]
+        )
+        shared_cloud.run_until_idle(deadline_seconds=30)
+        names = {f.name: f.logical_id for f in shared_cloud.topology.functions.values()}
+        routed = sorted((names[e["function"]], e["detail_type"]) for e in journal.entries())
+        assert routed == [
+            ("AuthorizeFunction", "CommandProposed"),
+            ("DecideFunction", "EventAccepted"),
+            ("ExecuteFunction", "CommandAuthorized"),
+            ("RecordFunction", "CommandDenied"),
+            ("RecordFunction", "CommandExecuted"),
+            ("RecordFunction", "CommandFailed"),
+            ("ValidateFunction", "AlarmRaised"),
+            ("ValidateFunction", "IncidentResolved"),
+        ]
+
+    def test_logs_go_to_the_function_log_including_the_import_time_logger(
+        self, shared_cloud: LocalCloud, journal: Journal
+    ) -> None:
+        shared_cloud.put_events([entry("EventAccepted", behaviour="ok")])
+        shared_cloud.run_until_idle(deadline_seconds=30)
+        log = shared_cloud.log_path("DecideFunction").read_text(encoding="utf-8").splitlines()
+        assert log[0].startswith("START RequestId: ")
+        assert any(line.startswith("REPORT RequestId: ") for line in log)
+        structured = [json.loads(line) for line in log if line.startswith("{")]
+        assert any(s.get("message") == "record" for s in structured)
+        # one module per function: the same recorder code logs as each function's own service, to its own log
+        assert {s.get("service") for s in structured} == {"intentbus-decide"}
+
+    def test_remaining_time_follows_the_local_clock(self, shared_cloud: LocalCloud) -> None:
+        clock = LocalClock()
+        context = FakeLambdaContext(shared_cloud.topology.functions["ExecuteFunction"], clock, "req-1")
+        assert 29_000 < context.get_remaining_time_in_millis() <= 30_000
+        clock.advance(20)
+        assert 9_000 < context.get_remaining_time_in_millis() <= 10_000
+        clock.advance(60)
+        assert context.get_remaining_time_in_millis() == 0
+        assert context.memory_limit_in_mb == 512
+        assert context.invoked_function_arn == shared_cloud.topology.functions["ExecuteFunction"].arn
+
+
+# ---------------------------------------------------------------------- failures
+
+
+def test_partial_batch_failure_deletes_only_the_successes(cloud: LocalCloud, journal: Journal) -> None:
+    cloud.put_events([entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
+
+    first = cloud.run_until_idle(max_invocations=1, raise_on_limit=False)
+
+    assert not first.idle
+    assert (first.messages_processed, first.messages_failed) == (2, 1)
+    assert cloud.queue_depth("DecideQueue") == (0, 1, 0)  # the failed one is in flight, the rest deleted
+
+
+def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
+    cloud: LocalCloud, journal: Journal
+) -> None:
+    cloud.put_events([entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
+    started = cloud.clock.now()
+
+    summary = cloud.run_until_idle(deadline_seconds=30)
+
+    assert summary.idle
+    assert summary.invocations["DecideFunction"] == 5
+    assert (summary.messages_processed, summary.messages_failed) == (2, 5)
+    assert [e["receive_count"] for e in journal.by_behaviour("ok")] == [1, 1]
+    assert [e["receive_count"] for e in journal.by_behaviour("fail")] == [1, 2, 3, 4, 5]
+    # four visibility timeouts were skipped in virtual time, not waited for
+    assert summary.virtual_seconds_advanced >= 4 * 180
+    assert cloud.clock.now() - started >= 4 * 180
+    assert summary.wall_seconds < 30
+    (poison,) = cloud.queue_messages("DecideDLQ")
+    assert poison.message_id == journal.by_behaviour("fail")[0]["message_id"]
+    assert poison.json()["detail"] == {"behaviour": "fail"}
+    assert cloud.queue_depth("DecideQueue") == (0, 0, 0)
+    assert cloud.queue_messages("ValidateDLQ") == []
+
+
+def test_an_exception_fails_the_whole_batch(cloud: LocalCloud, journal: Journal) -> None:
+    errors: list[BaseException | None] = []
+    cloud.add_observer(lambda invocation: errors.append(invocation.error))
+    cloud.put_events([entry("CommandProposed", behaviour=b) for b in ("ok", "crash-first", "ok")])
+
+    first = cloud.run_until_idle(max_invocations=1, raise_on_limit=False)
+    assert (first.messages_processed, first.messages_failed) == (0, 3)
+    assert cloud.queue_depth("AuthorizeQueue") == (0, 3, 0)  # nothing deleted
+
+    rest = cloud.run_until_idle(deadline_seconds=30)
+    assert rest.idle
+    assert (rest.messages_processed, rest.messages_failed) == (3, 0)
+    assert rest.virtual_seconds_advanced >= 180 - 1
+    assert sorted(e["receive_count"] for e in journal.entries()) == [
+        2,
+        2,
+        2,
+    ]  # the first delivery never got in
+    assert [type(e).__name__ for e in errors] == ["RuntimeError", "NoneType"]
+    assert "RuntimeError: crash on first delivery" in cloud.log_path("AuthorizeFunction").read_text()
+
+
+def test_a_malformed_batch_response_fails_the_whole_batch(cloud: LocalCloud, journal: Journal) -> None:
+    cloud.put_events([entry("CommandExecuted", behaviour=b) for b in ("ok", "bogus-report")])
+    mapping = cloud.topology.functions["RecordFunction"].mappings[0]
+
+    result = cloud.poller.poll(mapping)
+
+    assert result is not None
+    assert result.invocation.error is None
+    assert result.response_error is not None
+    assert (len(result.succeeded), len(result.failed)) == (0, 2)
+
+
+def test_a_batch_larger_than_one_receive_is_gathered(cloud: LocalCloud) -> None:
+    sqs = cloud.clients.sqs()
+    mapping = cloud.topology.functions["DecideFunction"].mappings[0]
+    for start in range(0, 25, 10):
+        sqs.send_message_batch(
+            QueueUrl=mapping.queue.url,
+            Entries=[
+                {"Id": str(n), "MessageBody": json.dumps({"n": n})} for n in range(start, min(start + 10, 25))
+            ],
+        )
+
+    batch = cloud.poller.receive_batch(dataclasses.replace(mapping, batch_size=25))
+
+    assert sorted(json.loads(m["Body"])["n"] for m in batch) == list(range(25))
+
+
+def test_idle_means_nothing_in_flight_either(cloud: LocalCloud) -> None:
+    sqs = cloud.clients.sqs()
+    queue = cloud.topology.queues["ExecuteQueue"]
+    sqs.send_message(QueueUrl=queue.url, MessageBody="{}")
+    sqs.receive_message(QueueUrl=queue.url, VisibilityTimeout=600)  # in flight, but not the poller's
+
+    with pytest.raises(NotIdleError, match="deadline") as raised:
+        cloud.run_until_idle(deadline_seconds=0.3)
+
+    assert not raised.value.summary.idle
+    assert cloud.queue_depth("ExecuteQueue") == (0, 1, 0)
+
+
+# ---------------------------------------------------------------------- server mode
+
+
+def test_server_mode_handlers_reach_moto_through_the_endpoint(tmp_path: Path, journal: Journal) -> None:
+    with _cloud(tmp_path, mode="server") as cloud:
+        assert cloud.endpoint_url is not None
+        assert cloud.endpoint_url.startswith("http://127.0.0.1:")
+        cloud.put_events([entry("AlarmRaised", source="monitoring", behaviour="quarantine")])
+
+        summary = cloud.run_until_idle(deadline_seconds=30)
+
+        assert summary.idle
+        assert summary.invocations["ValidateFunction"] == 1
+        (quarantined,) = cloud.queue_messages("QuarantineQueue")
+        body = quarantined.json()
+        assert (body["detail-type"], body["account"]) == ("AlarmRaised", cloud.topology.account_id)
