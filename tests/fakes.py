@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from intentbus.envelope import Envelope
 from intentbus.journal import Approval, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
 from intentbus.state import WorkflowState

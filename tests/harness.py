@@ -15,7 +15,6 @@ from intentbus.stages.decide import DecideStage
 from intentbus.stages.execute import ExecuteStage
 from intentbus.stages.record import RecordStage
 from intentbus.stages.validate import ValidateStage
-
 from tests.fakes import InMemoryRunner, InMemoryStore, ListQuarantine, ManualClock, RecordingBus, bus_body
 
 ROUTES = {

@@ -5,6 +5,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from intentbus.handler import SqsStageHandler
 from intentbus.runtime import authorize_stage
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from intentbus.errors import ConfigurationError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from intentbus.errors import ConfigurationError
 
 
 class Settings(BaseModel):

@@ -8,10 +8,11 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from intentbus.envelope import Kind
 from intentbus.policy import Policy
 from intentbus.registry import TypeSpec
-from pydantic import BaseModel, ConfigDict, Field
 
 
 class TokenUsage(BaseModel):

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from intentbus.ids import derive_id
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from intentbus.ids import derive_id
 
 TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"

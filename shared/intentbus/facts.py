@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import Field
+
 from intentbus.envelope import Envelope, Kind
 from intentbus.policy import Verdict
 from intentbus.registry import Payload, TypeSpec
-from pydantic import Field
 
 PIPELINE_SOURCE = "intentbus.pipeline"
 """Source of stage facts; the inbound rule sends everything else to validate."""

@@ -10,12 +10,13 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import BaseModel, ValidationError
+
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key
 from intentbus.registry import TypeRegistry, UnknownType
-from pydantic import BaseModel, ValidationError
 
 # CloudEvents extension attributes are lower-case letters and digits only.
 _CLOUDEVENTS_EXTENSIONS = {

@@ -7,9 +7,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from intentbus.envelope import Envelope
 from intentbus.state import WorkflowState
-from pydantic import BaseModel, ConfigDict, Field
 
 
 class Outcome(StrEnum):
@@ -79,6 +80,12 @@ class Commit:
     state: WorkflowState | None = None
     create: bool = False
     approval: Approval | None = None
+
+    def __post_init__(self) -> None:
+        if self.state is not None and not self.create and self.expected_version is None:
+            raise ValueError("a state update must be conditioned on the version it read")
+        if self.create and (self.state is None or self.expected_version is not None):
+            raise ValueError("creating a run takes its first state and no expected version")
 
 
 @dataclass(frozen=True)

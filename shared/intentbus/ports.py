@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from intentbus.envelope import Envelope
 from intentbus.journal import Commit, CommitResult, LogEntry, Snapshot
 

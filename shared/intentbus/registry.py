@@ -6,8 +6,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from intentbus.envelope import Kind
 from pydantic import BaseModel, ConfigDict
+
+from intentbus.envelope import Kind
 
 
 class Payload(BaseModel):

@@ -8,7 +8,6 @@ from intentbus.envelope import Kind
 from intentbus.ids import canonical_json, derive_id, idempotency_key
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.workflows import direct_tool, incident
-
 from tests.fakes import raw_body
 
 SEED = (Path(__file__).parents[2] / "infra" / "events" / "seed_tool_call.json").read_text()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
 from intentbus.journal import Outcome
 from intentbus.state import Status
-
 from tests.fakes import bus_body, raw_body
 from tests.harness import InMemoryPipeline
 from tests.unit import sample_workflow

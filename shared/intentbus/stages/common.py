@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ValidationError
+
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
 from intentbus.errors import MalformedInput
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import Bus, Clock, Quarantine, WorkflowStore
-from pydantic import BaseModel, ValidationError
 
 FactT = TypeVar("FactT", bound=BaseModel)
 

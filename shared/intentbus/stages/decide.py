@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pydantic import ValidationError
+
 from intentbus import budgets, facts
 from intentbus.definition import Decision, DecisionContext, ProposedCommand, Step, Workflow
 from intentbus.envelope import Envelope, Kind
@@ -26,7 +28,6 @@ from intentbus.stages.common import (
     read_fact,
 )
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
-from pydantic import ValidationError
 
 STAGE = "decide"
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
+
 from intentbus import facts
 from intentbus.definition import ClientProvider, ToolContext, ToolError
 from intentbus.envelope import Envelope, Kind
@@ -14,7 +16,6 @@ from intentbus.journal import Outcome
 from intentbus.ports import IdempotentRunner
 from intentbus.registry import Payload
 from intentbus.stages.common import Stage, StageDeps, StageResult, publish, quarantined, read_fact
-from pydantic import ValidationError
 
 STAGE = "execute"
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from pydantic import ValidationError
+
 from intentbus import facts
 from intentbus.definition import Step, Workflow
 from intentbus.envelope import Envelope, Kind
@@ -25,7 +27,6 @@ from intentbus.stages.common import (
     read_fact,
 )
 from intentbus.state import Status, WorkflowState, record_result, settle
-from pydantic import ValidationError
 
 STAGE = "record"
 
@@ -92,7 +93,12 @@ class RecordStage(Stage):
             at=now,
             version=new_state.version,
             outputs=tuple(outputs),
-            summary={"command_id": command.id, "command_type": command.type, **summary},
+            summary={
+                "command_id": command.id,
+                "command_type": command.type,
+                "outcome_at": incoming.time.isoformat(),
+                **summary,
+            },
         )
         commit = Commit(
             entry=entry,

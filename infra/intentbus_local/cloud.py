@@ -1,0 +1,349 @@
+"""The whole topology of template.yaml on moto, with Lambda's SQS polling played in this process."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from intentbus_local.backend import Mode, MotoBackend, backend_for
+from intentbus_local.clients import Clients
+from intentbus_local.clock import LocalClock
+from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
+from intentbus_local.poller import Poller
+from intentbus_local.provision import provision
+from intentbus_local.sqs_event import with_account
+from intentbus_local.template import LocalTemplate, load_template
+from intentbus_local.topology import QueueInfo, Topology
+
+Observer = Callable[[Invocation], None]
+_T = TypeVar("_T")
+
+PUT_EVENTS_MAX_ENTRIES = 10
+_IDLE_POLL_INTERVAL = 0.02
+_PEEK_VISIBILITY_TIMEOUT = 60
+
+
+class PutEventsError(RuntimeError):
+    def __init__(self, failed: Sequence[Mapping[str, Any]]) -> None:
+        super().__init__(f"{len(failed)} event(s) rejected by PutEvents: {list(failed)}")
+        self.failed = list(failed)
+
+
+@dataclass
+class RunSummary:
+    invocations: dict[str, int] = field(default_factory=dict)
+    """Function logical id -> invocations."""
+    messages_processed: int = 0
+    """Records deleted after their function succeeded with them."""
+    messages_failed: int = 0
+    """Failed deliveries (one message failing three times counts three)."""
+    virtual_seconds_advanced: float = 0.0
+    wall_seconds: float = 0.0
+    idle: bool = False
+    stop_reason: str | None = None
+
+    @property
+    def total_invocations(self) -> int:
+        return sum(self.invocations.values())
+
+
+class NotIdleError(RuntimeError):
+    def __init__(self, summary: RunSummary) -> None:
+        super().__init__(f"the local cloud did not become idle: {summary.stop_reason} ({summary})")
+        self.summary = summary
+
+
+@dataclass(frozen=True)
+class QueueMessage:
+    message_id: str
+    body: str
+    attributes: Mapping[str, str]
+    message_attributes: Mapping[str, Any]
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class LocalCloud:
+    """A context manager. ``mode`` "inprocess" patches boto3 in this process (fast); "server" runs moto's
+    HTTP server on 127.0.0.1 and points handlers at it through ``AWS_ENDPOINT_URL``.
+
+    ``code_dirs`` (function logical id -> directory) runs other code for a function, e.g. test doubles.
+    Not thread-safe: one caller drives it.
+    """
+
+    def __init__(
+        self,
+        *,
+        mode: Mode = "inprocess",
+        template_path: Path | None = None,
+        code_dirs: Mapping[str, Path] | None = None,
+        stack_name: str = "intentbus-local",
+        parameters: Mapping[str, str] | None = None,
+        logs_dir: Path | None = None,
+        region: str = "us-east-1",
+        observers: Sequence[Observer] = (),
+    ) -> None:
+        self.mode: Mode = mode
+        self._template_path = template_path
+        self._code_dirs = dict(code_dirs or {})
+        self._stack_name = stack_name
+        self._parameters = dict(parameters or {})
+        self._logs_dir = logs_dir
+        self._region = region
+        self._observers: list[Observer] = list(observers)
+        self.clock = LocalClock()
+        self._backend: MotoBackend | None = None
+        self._clients: Clients | None = None
+        self._template: LocalTemplate | None = None
+        self._topology: Topology | None = None
+        self._runtime: LambdaRuntime | None = None
+        self._poller: Poller | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> LocalCloud:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        self._template = load_template(self._template_path, code_dirs=self._code_dirs, region=self._region)
+        if self._logs_dir is None:
+            self._logs_dir = Path(tempfile.mkdtemp(prefix="intentbus-local-logs-"))
+        self._backend = backend_for(self.mode)
+        self._backend.start()
+        try:
+            self._clients = Clients(region=self._region, endpoint_url=self._backend.endpoint_url)
+            self._topology = provision(
+                self._clients, self._template, stack_name=self._stack_name, parameters=self._parameters
+            )
+            self._runtime = LambdaRuntime(
+                self._topology.functions,
+                clock=self.clock,
+                logs_dir=self._logs_dir,
+                base_environment=self._clients.handler_environment(),
+            )
+            self._poller = Poller(
+                self._clients.sqs(),
+                self._runtime,
+                self.clock,
+                region=self._region,
+                account_id=self._topology.account_id,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+            self._runtime = None
+        self._poller = None
+        if self._backend is not None:
+            self._backend.stop()
+            self._backend = None
+
+    # ------------------------------------------------------------------ what is running
+
+    @property
+    def topology(self) -> Topology:
+        return _started(self._topology)
+
+    @property
+    def template(self) -> LocalTemplate:
+        return _started(self._template)
+
+    @property
+    def clients(self) -> Clients:
+        return _started(self._clients)
+
+    @property
+    def poller(self) -> Poller:
+        """For tests that drive one mapping at a time (``poller.poll(mapping)``)."""
+        return _started(self._poller)
+
+    @property
+    def endpoint_url(self) -> str | None:
+        return _started(self._backend).endpoint_url
+
+    @property
+    def logs_dir(self) -> Path:
+        return _started(self._logs_dir)
+
+    def log_path(self, function_logical_id: str) -> Path:
+        return _started(self._runtime).log_path(function_logical_id)
+
+    def add_observer(self, observer: Observer) -> Callable[[], None]:
+        """Called after every invocation; returns a function that removes it."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer)
+
+    # ------------------------------------------------------------------ driving it
+
+    def put_events(self, entries: Sequence[Mapping[str, Any]]) -> list[str]:
+        """PutEvents on the stack's bus (unless an entry names another); returns the event ids."""
+        events = self.clients.events()
+        ids: list[str] = []
+        for start in range(0, len(entries), PUT_EVENTS_MAX_ENTRIES):
+            chunk = [
+                {"EventBusName": self.topology.bus_name, **entry}
+                for entry in entries[start : start + PUT_EVENTS_MAX_ENTRIES]
+            ]
+            response = events.put_events(Entries=chunk)  # type: ignore[arg-type]
+            results = response["Entries"]
+            if response.get("FailedEntryCount"):
+                raise PutEventsError(
+                    [{**r, "Entry": e} for r, e in zip(results, chunk, strict=True) if "ErrorCode" in r]
+                )
+            ids.extend(r["EventId"] for r in results)
+        return ids
+
+    def invoke(self, function_logical_id: str, event: Mapping[str, Any]) -> Invocation:
+        """Invokes a function directly (like ``aws lambda invoke``); observers see it too."""
+        invocation = _started(self._runtime).invoke(function_logical_id, event)
+        self._notify(invocation)
+        return invocation
+
+    def run_until_idle(
+        self,
+        *,
+        max_invocations: int = 1000,
+        deadline_seconds: float = 60.0,
+        raise_on_limit: bool = True,
+    ) -> RunSummary:
+        """Polls every mapping until every stage queue is empty, advancing the virtual clock past pending
+        visibility timeouts. ``deadline_seconds`` is wall-clock time."""
+        poller = _started(self._poller)
+        summary = RunSummary(invocations=dict.fromkeys(self.topology.functions, 0))
+        started = time.monotonic()
+        deadline = started + deadline_seconds
+        while True:
+            summary.wall_seconds = time.monotonic() - started
+            if summary.total_invocations >= max_invocations:
+                summary.stop_reason = f"max_invocations ({max_invocations}) reached"
+            elif time.monotonic() > deadline:
+                summary.stop_reason = f"deadline ({deadline_seconds} s) passed"
+            if summary.stop_reason:
+                if not poller.pending_count and self._stage_queues_empty():
+                    summary.idle, summary.stop_reason = True, None  # the last invocation allowed finished it
+                    return summary
+                if raise_on_limit:
+                    raise NotIdleError(summary)
+                return summary
+            if self._poll_all(poller, summary, max_invocations):
+                continue
+            if poller.pending_count:
+                next_visible = poller.next_visible_at()
+                if next_visible is not None:
+                    summary.virtual_seconds_advanced += self.clock.advance_to(next_visible)
+                poller.release_due()
+                continue
+            if self._stage_queues_empty():
+                summary.idle = True
+                summary.wall_seconds = time.monotonic() - started
+                return summary
+            # In flight or delayed, but not by a failure the poller saw (e.g. a handler extended it).
+            time.sleep(_IDLE_POLL_INTERVAL)
+
+    def _poll_all(self, poller: Poller, summary: RunSummary, max_invocations: int) -> bool:
+        progressed = False
+        for mapping in self.topology.mappings:
+            if summary.total_invocations >= max_invocations:
+                break
+            result = poller.poll(mapping)
+            if result is None:
+                continue
+            progressed = True
+            summary.invocations[mapping.function_logical_id] += 1
+            summary.messages_processed += len(result.succeeded)
+            summary.messages_failed += len(result.failed)
+            self._notify(result.invocation)
+        return progressed
+
+    def _stage_queues_empty(self) -> bool:
+        return all(self.queue_depth(q.logical_id) == (0, 0, 0) for q in self._stage_queues())
+
+    def _stage_queues(self) -> list[QueueInfo]:
+        return list({q.logical_id: q for q in self.topology.stage_queues}.values())
+
+    def _notify(self, invocation: Invocation) -> None:
+        for observer in list(self._observers):
+            observer(invocation)
+
+    # ------------------------------------------------------------------ looking at queues
+
+    def queue_depth(self, logical_id: str) -> tuple[int, int, int]:
+        """(visible, in flight, delayed) messages."""
+        attributes = self.clients.sqs().get_queue_attributes(
+            QueueUrl=self.topology.queues[logical_id].url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        return (
+            int(attributes.get("ApproximateNumberOfMessages", "0")),
+            int(attributes.get("ApproximateNumberOfMessagesNotVisible", "0")),
+            int(attributes.get("ApproximateNumberOfMessagesDelayed", "0")),
+        )
+
+    def queue_messages(self, logical_id: str) -> list[QueueMessage]:
+        """The visible messages of a queue (e.g. the quarantine queue or a DLQ), left in the queue.
+
+        SQS has no peek: each message is received and made visible again, which adds one to its
+        ApproximateReceiveCount - harmless on a DLQ or the quarantine queue, but on a stage queue it
+        counts towards maxReceiveCount. Bodies get ``account`` as on AWS (see sqs_event.with_account).
+        """
+        sqs = self.clients.sqs()
+        url = self.topology.queues[logical_id].url
+        seen: dict[str, QueueMessage] = {}
+        handles: list[str] = []
+        while True:
+            received = sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=_PEEK_VISIBILITY_TIMEOUT,
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if not received:
+                break
+            for message in received:
+                handles.append(message["ReceiptHandle"])
+                seen[message["MessageId"]] = QueueMessage(
+                    message_id=message["MessageId"],
+                    body=with_account(message["Body"], self.topology.account_id),
+                    attributes={str(k): v for k, v in message.get("Attributes", {}).items()},
+                    message_attributes=dict(message.get("MessageAttributes", {})),
+                )
+        for start in range(0, len(handles), 10):
+            sqs.change_message_visibility_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                    for n, h in enumerate(handles[start : start + 10])
+                ],
+            )
+        return list(seen.values())
+
+
+def _started(value: _T | None) -> _T:
+    if value is None:
+        raise RuntimeError("the local cloud is not running: use it as a context manager or call start()")
+    return value

@@ -1,0 +1,213 @@
+"""Runs a function's handler in this process the way Lambda would: its env, a context, its own log.
+
+Each function keeps a warm "container": its handler module is imported once, under a unique module
+name, so the five ``app.py`` files do not collide. Import and invocation both run with the function's
+environment overlaid on ``os.environ`` and with stdout/stderr going to the function's log file (like
+CloudWatch Logs, see log_routing): Powertools' Logger binds its stream when it is created, at import.
+Because the overlay is process-global, invocations run one at a time.
+
+Fidelity limits: library modules (``intentbus.*``) are shared by all functions of the process, unlike
+separate Lambda sandboxes; a handler running past its Timeout is not stopped, but its invocation is
+reported as timed out (the batch fails, as on AWS) once it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import IO, Any
+
+from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus_local.clock import LocalClock
+from intentbus_local.log_routing import routed_to
+from intentbus_local.topology import FunctionInfo
+
+Handler = Callable[[Any, Any], Any]
+
+# Cleared for the invocation so the handler's boto3 sees only the local cloud's credentials.
+_UNSET_DURING_INVOCATION = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+
+
+class FunctionTimeoutError(RuntimeError):
+    pass
+
+
+class FakeLambdaContext:
+    """The attributes of the Python runtime's LambdaContext; remaining time follows the local clock."""
+
+    def __init__(self, function: FunctionInfo, clock: LocalClock, request_id: str) -> None:
+        self.function_name = function.name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = function.arn
+        self.memory_limit_in_mb = function.memory_size
+        self.aws_request_id = request_id
+        self.log_group_name = f"/aws/lambda/{function.name}"
+        self.log_stream_name = f"local/[$LATEST]{function.logical_id}"
+        self.identity: Any = None
+        self.client_context: Any = None
+        self._clock = clock
+        self._deadline = clock.now() + function.timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - self._clock.now()) * 1000))
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function_logical_id: str
+    function_name: str
+    request_id: str
+    event: Mapping[str, Any]
+    response: Any
+    error: BaseException | None
+    started_at: float
+    """Virtual time (epoch seconds) the invocation started."""
+    duration_seconds: float
+    """Wall-clock duration."""
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+class LambdaRuntime:
+    def __init__(
+        self,
+        functions: Mapping[str, FunctionInfo],
+        *,
+        clock: LocalClock,
+        logs_dir: Path,
+        base_environment: Mapping[str, str],
+    ) -> None:
+        self._functions = functions
+        self._clock = clock
+        self._logs_dir = logs_dir
+        self._base_environment = dict(base_environment)
+        self._handlers: dict[str, Handler] = {}
+        self._logs: dict[str, IO[str]] = {}
+        self._lock = threading.Lock()
+
+    def log_path(self, logical_id: str) -> Path:
+        return self._logs_dir / f"{logical_id}.log"
+
+    def invoke(self, logical_id: str, event: Mapping[str, Any]) -> Invocation:
+        function = self._functions[logical_id]
+        request_id = str(uuid.uuid4())
+        with self._lock, self._overlay(function), self._redirected(logical_id) as log:
+            started_at = self._clock.now()
+            started = time.monotonic()
+            response: Any = None
+            error: BaseException | None = None
+            print(f"START RequestId: {request_id} Version: $LATEST", file=log)
+            try:
+                handler = self._handler(function)
+                response = handler(event, FakeLambdaContext(function, self._clock, request_id))
+            except Exception as exc:
+                error = exc
+                print(f"[ERROR] {type(exc).__name__}: {exc}", file=log)
+                traceback.print_exc(file=log)
+            duration = time.monotonic() - started
+            if error is None and duration > function.timeout:
+                error = FunctionTimeoutError(f"Task timed out after {duration:.2f} seconds")
+                print(f"{request_id} {error}", file=log)
+            print(f"END RequestId: {request_id}", file=log)
+            print(f"REPORT RequestId: {request_id}\tDuration: {duration * 1000:.2f} ms", file=log)
+        return Invocation(
+            function_logical_id=logical_id,
+            function_name=function.name,
+            request_id=request_id,
+            event=event,
+            response=response,
+            error=error,
+            started_at=started_at,
+            duration_seconds=duration,
+        )
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+        for logical_id in self._handlers:
+            sys.modules.pop(_module_name(logical_id), None)
+        self._handlers.clear()
+
+    def _handler(self, function: FunctionInfo) -> Handler:
+        """Imports on first use (a cold start); a failed import is retried on the next invocation."""
+        if function.logical_id not in self._handlers:
+            module_path, _, attribute = function.handler.rpartition(".")
+            module = _import_from(
+                function.code_dir / (module_path.replace(".", "/") + ".py"), function.logical_id
+            )
+            handler = getattr(module, attribute)
+            if not callable(handler):
+                raise TypeError(f"{function.logical_id}: {function.handler} is not callable")
+            self._handlers[function.logical_id] = handler
+        return self._handlers[function.logical_id]
+
+    def _environment(self, function: FunctionInfo) -> dict[str, str]:
+        return {
+            **self._base_environment,
+            "AWS_LAMBDA_FUNCTION_NAME": function.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
+            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{function.logical_id}",
+            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+            "LAMBDA_TASK_ROOT": str(function.code_dir),
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            **function.environment,
+            CLOCK_OFFSET_ENV: str(self._clock.offset_seconds),
+        }
+
+    @contextlib.contextmanager
+    def _overlay(self, function: FunctionInfo) -> Iterator[None]:
+        saved = dict(os.environ)
+        try:
+            for name in _UNSET_DURING_INVOCATION:
+                os.environ.pop(name, None)
+            os.environ.update(self._environment(function))
+            yield
+        finally:
+            for name in set(os.environ) - set(saved):
+                del os.environ[name]
+            for name, value in saved.items():
+                if os.environ.get(name) != value:
+                    os.environ[name] = value
+
+    @contextlib.contextmanager
+    def _redirected(self, logical_id: str) -> Iterator[IO[str]]:
+        log = self._logs.get(logical_id)
+        if log is None:
+            self._logs_dir.mkdir(parents=True, exist_ok=True)
+            log = self._logs[logical_id] = self.log_path(logical_id).open("a", encoding="utf-8", buffering=1)
+        with routed_to(log):
+            yield log
+
+
+def _module_name(logical_id: str) -> str:
+    return f"intentbus_fn_{logical_id}"
+
+
+def _import_from(path: Path, logical_id: str) -> ModuleType:
+    name = _module_name(logical_id)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{logical_id}: cannot load a handler module from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pydantic look classes' modules up here
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

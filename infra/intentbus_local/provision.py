@@ -1,0 +1,254 @@
+"""Deploys the translated template.yaml onto moto through CloudFormation and reads the result back.
+
+Nothing here lists resources: whatever the template declares is created by ``create_stack``, and the
+topology is read back from the stack. Where moto's CloudFormation does not reproduce a declared
+property, the smallest honest fix is applied from the template itself, after the stack exists:
+
+- Every ``AWS::Lambda::EventSourceMapping`` is deployed with ``Enabled: false``. An enabled mapping
+  makes moto try to start a Docker Lambda on every SQS send; the local poller plays the mapping instead
+  (moto honours ``Enabled``, see moto/sqs/models.py).
+- ``AWS::DynamoDB::Table``: moto ignores ``TimeToLiveSpecification`` and
+  ``PointInTimeRecoverySpecification``; they are applied with UpdateTimeToLive / UpdateContinuousBackups.
+  (moto never expires items by TTL anyway: code filters expired items, as on AWS.)
+- ``AWS::Events::EventBus`` has no physical id and no Ref in moto (``!Ref Bus`` crashes it), so the
+  deployed copy gains one output per bus, ``!GetAtt <Bus>.Name`` / ``.Arn``, to read its name back.
+- Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
+  policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
+  them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
+  ``DeadLetterConfig`` / ``RetryPolicy`` (stored, never used: moto's delivery does not fail).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import time
+import warnings
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+from intentbus_local.clients import Clients
+from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
+from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topology
+
+_BUS_OUTPUT = "LocalCloud{logical_id}{attribute}"
+_POLL_INTERVAL = 0.05
+
+
+class ProvisioningError(RuntimeError):
+    pass
+
+
+def provision(
+    clients: Clients,
+    template: LocalTemplate,
+    *,
+    stack_name: str,
+    parameters: Mapping[str, str] | None = None,
+    timeout_seconds: float = 60.0,
+) -> Topology:
+    with warnings.catch_warnings():
+        # moto warns on every parse of a type it skips; that gap is known and documented above.
+        warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")
+        upload_artifacts(clients, template)
+        body = deployable(template.cloudformation)
+        clients.cloudformation().create_stack(
+            StackName=stack_name,
+            TemplateBody=json.dumps(body),
+            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in (parameters or {}).items()],
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+        )
+        wait_for_stack(clients, stack_name, timeout_seconds=timeout_seconds)
+        physical = stack_resources(clients, stack_name)
+        apply_table_settings(clients, body, physical)
+        return read_topology(clients, template, stack_name, physical)
+
+
+def upload_artifacts(clients: Clients, template: LocalTemplate) -> None:
+    """The translated template points at ``s3://local/<LogicalId>.zip``; the real code runs from disk."""
+    s3 = clients("s3")
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=ARTIFACT_BUCKET)
+    for logical_id in template.artifacts:
+        s3.put_object(Bucket=ARTIFACT_BUCKET, Key=artifact_key(logical_id), Body=_placeholder_zip(logical_id))
+
+
+def _placeholder_zip(logical_id: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("LOCAL.txt", f"{logical_id}: the local cloud runs this code from its directory.\n")
+    return buffer.getvalue()
+
+
+def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(dict(cloudformation))
+    outputs = body.setdefault("Outputs", {})
+    for logical_id, resource in body["Resources"].items():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            resource["Properties"]["Enabled"] = False
+        elif resource["Type"] == "AWS::Events::EventBus":
+            for attribute in ("Name", "Arn"):
+                key = _BUS_OUTPUT.format(logical_id=logical_id, attribute=attribute)
+                outputs[key] = {"Value": {"Fn::GetAtt": [logical_id, attribute]}}
+    return body
+
+
+def wait_for_stack(clients: Clients, stack_name: str, *, timeout_seconds: float) -> None:
+    cloudformation = clients.cloudformation()
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+        status = stack["StackStatus"]
+        if status == "CREATE_COMPLETE":
+            return
+        if not status.endswith("_IN_PROGRESS"):
+            events = cloudformation.describe_stack_events(StackName=stack_name)["StackEvents"]
+            reasons = [
+                f"{e.get('LogicalResourceId')}: {e.get('ResourceStatusReason')}"
+                for e in events
+                if "FAILED" in str(e.get("ResourceStatus"))
+            ]
+            raise ProvisioningError(
+                f"stack {stack_name} ended {status}: {reasons or stack.get('StackStatusReason')}"
+            )
+        if time.monotonic() > deadline:
+            raise ProvisioningError(f"stack {stack_name} still {status} after {timeout_seconds} s")
+        time.sleep(_POLL_INTERVAL)
+
+
+def stack_resources(clients: Clients, stack_name: str) -> dict[str, tuple[str, str]]:
+    """Logical id -> (type, physical id). moto lists skipped types with empty ids: they are left out."""
+    found: dict[str, tuple[str, str]] = {}
+    paginator = clients.cloudformation().get_paginator("list_stack_resources")
+    for page in paginator.paginate(StackName=stack_name):
+        for summary in page["StackResourceSummaries"]:
+            if summary.get("LogicalResourceId"):
+                found[summary["LogicalResourceId"]] = (
+                    summary["ResourceType"],
+                    summary.get("PhysicalResourceId", ""),
+                )
+    return found
+
+
+def apply_table_settings(
+    clients: Clients, body: Mapping[str, Any], physical: Mapping[str, tuple[str, str]]
+) -> None:
+    dynamodb = clients.dynamodb()
+    for logical_id, resource in body["Resources"].items():
+        if resource["Type"] != "AWS::DynamoDB::Table":
+            continue
+        table = physical[logical_id][1]
+        props = resource.get("Properties", {})
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl and ttl.get("Enabled"):
+            current = dynamodb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+            if current.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+                dynamodb.update_time_to_live(
+                    TableName=table,
+                    TimeToLiveSpecification={"AttributeName": str(ttl["AttributeName"]), "Enabled": True},
+                )
+        pitr = props.get("PointInTimeRecoverySpecification")
+        if pitr and pitr.get("PointInTimeRecoveryEnabled"):
+            backups = dynamodb.describe_continuous_backups(TableName=table)["ContinuousBackupsDescription"]
+            status = backups.get("PointInTimeRecoveryDescription", {}).get("PointInTimeRecoveryStatus")
+            if status != "ENABLED":
+                dynamodb.update_continuous_backups(
+                    TableName=table,
+                    PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+                )
+
+
+def read_topology(
+    clients: Clients,
+    template: LocalTemplate,
+    stack_name: str,
+    physical: Mapping[str, tuple[str, str]],
+) -> Topology:
+    stack = clients.cloudformation().describe_stacks(StackName=stack_name)["Stacks"][0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
+    account_id = stack["StackId"].split(":")[4]
+
+    queues, redrive, visibility = _read_queues(clients, physical)
+    by_arn = {q.arn: q for q in queues.values()}
+    dlqs = {lid: by_arn[arn] for lid, (arn, _) in redrive.items() if arn in by_arn}
+
+    buses = [lid for lid, (kind, _) in physical.items() if kind == "AWS::Events::EventBus"]
+    if len(buses) != 1:
+        raise ProvisioningError(f"the local cloud expects exactly one EventBus, the template has {buses}")
+    bus_name = outputs[_BUS_OUTPUT.format(logical_id=buses[0], attribute="Name")]
+    bus_arn = outputs[_BUS_OUTPUT.format(logical_id=buses[0], attribute="Arn")]
+
+    functions: dict[str, FunctionInfo] = {}
+    lambda_ = clients.lambda_()
+    for logical_id, spec in template.functions.items():
+        name = physical[logical_id][1]
+        config = lambda_.get_function_configuration(FunctionName=name)
+        mappings: list[MappingInfo] = []
+        for esm in lambda_.list_event_source_mappings(FunctionName=name)["EventSourceMappings"]:
+            queue = by_arn.get(esm.get("EventSourceArn", ""))
+            if queue is None:
+                continue
+            max_receive = redrive.get(queue.logical_id)
+            mappings.append(
+                MappingInfo(
+                    function_logical_id=logical_id,
+                    queue=queue,
+                    batch_size=int(esm.get("BatchSize", 10)),
+                    batching_window_seconds=int(esm.get("MaximumBatchingWindowInSeconds", 0)),
+                    report_batch_item_failures="ReportBatchItemFailures"
+                    in esm.get("FunctionResponseTypes", []),
+                    visibility_timeout=visibility[queue.logical_id],
+                    max_receive_count=max_receive[1] if max_receive else None,
+                    dlq=dlqs.get(queue.logical_id),
+                )
+            )
+        functions[logical_id] = FunctionInfo(
+            logical_id=logical_id,
+            name=name,
+            arn=config["FunctionArn"],
+            code_dir=spec.code_dir,
+            handler=config.get("Handler", spec.handler),
+            timeout=int(config.get("Timeout", spec.timeout)),
+            memory_size=int(config.get("MemorySize", spec.memory_size)),
+            environment=dict(config.get("Environment", {}).get("Variables", {})),
+            mappings=tuple(mappings),
+        )
+
+    return Topology(
+        stack_name=stack_name,
+        account_id=account_id,
+        region=clients.region,
+        bus_name=bus_name,
+        bus_arn=bus_arn,
+        queues=queues,
+        tables={lid: pid for lid, (kind, pid) in physical.items() if kind == "AWS::DynamoDB::Table"},
+        dlqs=dlqs,
+        functions=functions,
+        outputs={k: v for k, v in outputs.items() if not k.startswith("LocalCloud")},
+    )
+
+
+def _read_queues(
+    clients: Clients, physical: Mapping[str, tuple[str, str]]
+) -> tuple[dict[str, QueueInfo], dict[str, tuple[str, int]], dict[str, int]]:
+    """Queues by logical id; each queue's redrive (DLQ arn, maxReceiveCount); each visibility timeout."""
+    sqs = clients.sqs()
+    queues: dict[str, QueueInfo] = {}
+    redrive: dict[str, tuple[str, int]] = {}
+    visibility: dict[str, int] = {}
+    for logical_id, (kind, url) in physical.items():
+        if kind != "AWS::SQS::Queue":
+            continue
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["QueueArn", "VisibilityTimeout", "RedrivePolicy"]
+        )["Attributes"]
+        arn = attributes["QueueArn"]
+        queues[logical_id] = QueueInfo(logical_id=logical_id, url=url, arn=arn, name=arn.rsplit(":", 1)[1])
+        visibility[logical_id] = int(attributes.get("VisibilityTimeout", "30"))
+        if "RedrivePolicy" in attributes:
+            policy = json.loads(attributes["RedrivePolicy"])
+            redrive[logical_id] = (policy["deadLetterTargetArn"], int(policy["maxReceiveCount"]))
+    return queues, redrive, visibility

@@ -1,0 +1,175 @@
+"""Where every input event ended, read from what the pipeline left behind: logs, queues, state.
+
+Buckets: applied, duplicate, stale, waiting, denied, quarantined (with its reason), dlq (with its
+error), or lost — which the pipeline promises never happens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.catalog import Catalog
+from intentbus.errors import MalformedInput
+from intentbus.inbound import normalize
+from intentbus.journal import LogEntry, Outcome
+from intentbus.state import Status, WorkflowState
+from intentbus_local.cloud import LocalCloud, QueueMessage
+
+QUARANTINE_QUEUE = "QuarantineQueue"
+
+
+@dataclass
+class InputReport:
+    line: int
+    bus_event_id: str
+    bucket: str
+    type: str | None = None
+    event_id: str | None = None
+    tenant_id: str | None = None
+    run_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class RunReport:
+    inputs: list[InputReport] = field(default_factory=list)
+    workflows: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def _bus_event(envelope: Mapping[str, Any], bus_event_id: str, source: str) -> EventBridgeModel:
+    return EventBridgeModel.model_validate(
+        {
+            "version": "0",
+            "id": bus_event_id,
+            "detail-type": envelope.get("type", envelope.get("event_type", "")),
+            "source": source,
+            "account": "000000000000",
+            "time": datetime.now(UTC),
+            "region": "local",
+            "resources": [],
+            "detail": dict(envelope),
+        }
+    )
+
+
+def _quarantine_reasons(messages: Sequence[QueueMessage]) -> dict[str, str]:
+    """Bus event id -> the reason validate gave."""
+    reasons: dict[str, str] = {}
+    for message in messages:
+        record = message.json()
+        try:
+            original = json.loads(record["body"])
+            reasons[str(original["id"])] = str(record["reason"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return reasons
+
+
+def _dlq_runs(cloud: LocalCloud) -> dict[tuple[str, str], str]:
+    """(tenant, run) -> which stage's DLQ holds a message of that run."""
+    runs: dict[tuple[str, str], str] = {}
+    for stage_queue, dlq in cloud.topology.dlqs.items():
+        for message in cloud.queue_messages(dlq.logical_id):
+            try:
+                detail = message.json()["detail"]
+                envelope = (
+                    detail.get("payload", {}).get("event")
+                    or detail.get("payload", {}).get("command")
+                    or detail
+                )
+                runs[(str(envelope["tenant_id"]), str(envelope["run_id"]))] = f"in {dlq.logical_id}"
+            except (ValueError, KeyError, TypeError, AttributeError):
+                runs[("?", message.message_id)] = (
+                    f"unparseable message in {dlq.logical_id} from {stage_queue}"
+                )
+    return runs
+
+
+def _bucket(
+    entries: Sequence[LogEntry], state: WorkflowState | None, event_id: str
+) -> tuple[str, str | None]:
+    """How the first delivery of an accepted event ended, from the run's log and state."""
+    accepted = next((e for e in entries if e.stage == "validate" and e.input_id == event_id), None)
+    if accepted is None:
+        return "lost", "accepted by nothing: no validate entry"
+    fact_ids = {output.id for output in accepted.outputs}
+    follow = next((e for e in entries if e.input_id in fact_ids and e.stage in ("decide", "authorize")), None)
+    if follow is not None and follow.outcome in (Outcome.STALE, Outcome.DENIED):
+        return follow.outcome.value, str(follow.summary.get("reason"))
+    if state is None:
+        return "applied", None
+    if state.status in (Status.AWAITING_APPROVAL, Status.PAUSED):
+        return "waiting", state.reason or state.status.value
+    if state.status is Status.DENIED:
+        return "denied", state.reason
+    return "applied", None
+
+
+def build(
+    cloud: LocalCloud, catalog: Catalog, sent: Sequence[tuple[int, Mapping[str, Any], str, str]]
+) -> RunReport:
+    """``sent``: (line, envelope, bus event id, source) for every input, in order."""
+    table = cloud.topology.tables["WorkflowTable"]
+    store = DynamoWorkflowStore(table, cloud.clients.dynamodb())
+    quarantine = _quarantine_reasons(cloud.queue_messages(QUARANTINE_QUEUE))
+    dlq_runs = _dlq_runs(cloud)
+    report = RunReport()
+    seen: set[tuple[str, str, str]] = set()
+    runs: dict[tuple[str, str], WorkflowState | None] = {}
+    for line, envelope, bus_event_id, source in sent:
+        item = InputReport(line=line, bus_event_id=bus_event_id, bucket="lost")
+        try:
+            accepted, _ = normalize(_bus_event(envelope, bus_event_id, source), catalog.types)
+        except MalformedInput as error:
+            item.bucket = "quarantined" if bus_event_id in quarantine else "lost"
+            item.reason = quarantine.get(bus_event_id, f"expected in quarantine: {error.reason}")
+            report.inputs.append(item)
+            continue
+        item.type, item.event_id = accepted.type, accepted.id
+        item.tenant_id, item.run_id = accepted.tenant_id, accepted.run_id
+        key = (accepted.tenant_id, accepted.run_id, accepted.id)
+        run = (accepted.tenant_id, accepted.run_id)
+        if key in seen:
+            item.bucket, item.reason = "duplicate", "the same event id was already accepted"
+        elif run in dlq_runs and not any(
+            e.stage == "validate" and e.input_id == accepted.id for e in store.entries(*run)
+        ):
+            item.bucket, item.reason = "dlq", dlq_runs[run]
+        else:
+            state = runs.setdefault(run, store.state(*run))
+            item.bucket, item.reason = _bucket(store.entries(*run), state, accepted.id)
+            if run in dlq_runs and item.bucket == "applied" and state is not None and not state.terminal:
+                item.bucket, item.reason = "dlq", dlq_runs[run]
+        seen.add(key)
+        runs.setdefault(run, store.state(*run))
+        report.inputs.append(item)
+    for (tenant_id, run_id), state in sorted(runs.items()):
+        report.workflows.append(
+            {
+                "tenant_id": tenant_id,
+                "run_id": run_id,
+                "workflow": None if state is None else state.workflow,
+                "status": None if state is None else state.status.value,
+                "reason": None if state is None else state.reason,
+                "version": None if state is None else state.version,
+            }
+        )
+    for item in report.inputs:
+        report.counts[item.bucket] = report.counts.get(item.bucket, 0) + 1
+    return report
+
+
+def write(report: RunReport, path: Path) -> None:
+    path.write_text(report.to_json() + "\n")

@@ -1,0 +1,1 @@
+"""The ``intentbus`` command line."""

@@ -1,0 +1,119 @@
+"""intentbus: run the demo, run events on the local cloud, emit to a bus, export schemas."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from intentbus.errors import ConfigurationError, PublishError
+
+SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments get one line that says what is wrong and where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="intentbus", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    demo = commands.add_parser(
+        "demo", help="run the incident workflow on the local cloud and print its timeline"
+    )
+    demo.add_argument(
+        "--mode",
+        choices=("server", "inprocess"),
+        default="server",
+        help="moto as a local server on 127.0.0.1 (default) or inside this process",
+    )
+
+    local = commands.add_parser("local", help="the local cloud: template.yaml on moto")
+    local_commands = local.add_subparsers(dest="local_command", required=True, parser_class=_Parser)
+    run = local_commands.add_parser(
+        "run", help="emit events, run until nothing is in flight, report where each ended"
+    )
+    run.add_argument("--events", type=Path, required=True, help="JSON lines of envelopes or CloudEvents")
+    run.add_argument("--report", type=Path, help="also write the report as JSON to this file")
+    run.add_argument("--mode", choices=("server", "inprocess"), default="inprocess")
+    run.add_argument(
+        "--environment", default="dev", help="the template's Environment parameter (default dev)"
+    )
+
+    emit = commands.add_parser("emit", help="put envelopes on an EventBridge bus")
+    emit.add_argument("file", type=Path, help="JSON lines of envelopes (or - for standard input)")
+    emit.add_argument(
+        "--bus",
+        default=os.environ.get("EVENT_BUS_NAME"),
+        help="the bus name (default: $EVENT_BUS_NAME; see the stack's EventBusName output)",
+    )
+    emit.add_argument(
+        "--source", default="intentbus.cli", help="EventBridge source for envelopes without one"
+    )
+    emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
+
+    schema = commands.add_parser("schema", help="JSON Schema of every registered type")
+    schema_commands = schema.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
+    export = schema_commands.add_parser("export", help="write one <type>.schema.json per type")
+    export.add_argument("--out", type=Path, default=Path("schemas"))
+    export.add_argument(
+        "--workflows",
+        default=os.environ.get("INTENTBUS_WORKFLOWS", SEED_WORKFLOWS),
+        help="workflow modules (default: $INTENTBUS_WORKFLOWS or the seed workflows)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (ConfigurationError, PublishError, ValueError, OSError) as error:
+        print(f"intentbus: {error}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "schema":
+        from intentbus.catalog import Catalog
+        from intentbus.cli.schema import export
+
+        written = export(Catalog.from_modules(args.workflows), args.out)
+        print(f"wrote {len(written)} schemas to {args.out}/")
+        return 0
+    if args.command == "emit":
+        return _emit(args)
+    from intentbus.cli import local
+
+    if args.command == "demo":
+        return local.demo(mode=args.mode)
+    return local.run_events(args.events, report=args.report, mode=args.mode, environment=args.environment)
+
+
+def _emit(args: argparse.Namespace) -> int:
+    import boto3
+
+    from intentbus.cli.emit import put_all, read_envelopes, to_entry
+
+    if not args.bus:
+        raise ConfigurationError("no bus: pass --bus or set EVENT_BUS_NAME")
+    path = Path("/dev/stdin") if str(args.file) == "-" else args.file
+    entries = [
+        to_entry(envelope, bus_name=args.bus, default_source=args.source)
+        for _, envelope in read_envelopes(path)
+    ]
+    client = boto3.client("events", endpoint_url=args.endpoint_url)
+    ids = put_all(client, entries)
+    print(f"emitted {len(ids)} events to {args.bus}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
