@@ -24,6 +24,7 @@ import contextlib
 import copy
 import io
 import json
+import logging
 import time
 import warnings
 import zipfile
@@ -42,6 +43,16 @@ class ProvisioningError(RuntimeError):
     pass
 
 
+class _KnownGap(logging.Filter):
+    """Drops moto's log line for the one resource type it skips; that gap is documented above."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "AWS::SQS::QueuePolicy" not in record.getMessage()
+
+
+_KNOWN_GAP = _KnownGap()
+
+
 def provision(
     clients: Clients,
     template: LocalTemplate,
@@ -50,6 +61,7 @@ def provision(
     parameters: Mapping[str, str] | None = None,
     timeout_seconds: float = 60.0,
 ) -> Topology:
+    logging.getLogger("moto").addFilter(_KNOWN_GAP)
     with warnings.catch_warnings():
         # moto warns on every parse of a type it skips; that gap is known and documented above.
         warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")

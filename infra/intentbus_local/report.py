@@ -129,7 +129,13 @@ def build(
     seen: set[tuple[str, str, str]] = set()
     runs: dict[tuple[str, str], WorkflowState | None] = {}
     for line, envelope, bus_event_id, source in sent:
-        item = InputReport(line=line, bus_event_id=bus_event_id, bucket="lost")
+        declared = envelope.get("type", envelope.get("event_type"))
+        item = InputReport(
+            line=line,
+            bus_event_id=bus_event_id,
+            bucket="lost",
+            type=declared if isinstance(declared, str) else None,
+        )
         try:
             accepted, _ = normalize(_bus_event(envelope, bus_event_id, source), catalog.types)
         except MalformedInput as error:

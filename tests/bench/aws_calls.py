@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
-
-from botocore.client import BaseClient
+from collections import Counter
+from dataclasses import dataclass
 
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.lambda_runtime import Invocation
-
-# Every boto3 client, whichever session made it, sends its requests through this method.
-_HOOKED = "_make_api_call"
+from tests.botocore_calls import CallLog, recording
 
 STAGE_OF_FUNCTION = {
     "ValidateFunction": "validate",
@@ -26,35 +18,6 @@ STAGE_OF_FUNCTION = {
     "ExecuteFunction": "execute",
     "RecordFunction": "record",
 }
-
-
-@dataclass
-class CallCounts:
-    calls: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
-    """Function name -> "service.Operation" -> calls made while that function ran."""
-    put_events_entries: Counter[str] = field(default_factory=Counter)
-    records: Counter[str] = field(default_factory=Counter)
-    """Stage -> SQS records it was handed."""
-
-
-@contextmanager
-def counting(counts: CallCounts) -> Iterator[None]:
-    """Counts every botocore call made inside a Lambda invocation (the runtime sets the function name)."""
-    original = vars(BaseClient)[_HOOKED]
-
-    def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
-        function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
-        if function:
-            counts.calls[function][f"{client.meta.service_model.service_name}.{operation}"] += 1
-            if operation == "PutEvents":
-                counts.put_events_entries[function] += len(params.get("Entries", []))
-        return original(client, operation, params)
-
-    setattr(BaseClient, _HOOKED, counted)
-    try:
-        yield
-    finally:
-        setattr(BaseClient, _HOOKED, original)
 
 
 @dataclass(frozen=True)
@@ -76,20 +39,19 @@ class StageCalls:
 
 def measure_incident() -> tuple[dict[str, StageCalls], int]:
     """Runs the incident workflow once, in-process; returns calls by stage and the number of steps."""
-    counts = CallCounts()
+    log = CallLog()
+    records: Counter[str] = Counter()
     with LocalCloud(mode="inprocess") as cloud:
         names = {info.name: STAGE_OF_FUNCTION[logical] for logical, info in cloud.topology.functions.items()}
 
         def observe(invocation: Invocation) -> None:
-            counts.records[STAGE_OF_FUNCTION[invocation.function_logical_id]] += len(
-                invocation.event["Records"]
-            )
+            records[STAGE_OF_FUNCTION[invocation.function_logical_id]] += len(invocation.event["Records"])
 
         cloud.add_observer(observe)
         seed.seed_service(cloud.clients)
         seed.seed_metrics(cloud.clients)
         event = seed.latency_event()
-        with counting(counts):
+        with recording(log):
             cloud.put_events(
                 [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
             )
@@ -97,17 +59,17 @@ def measure_incident() -> tuple[dict[str, StageCalls], int]:
         assert seed.desired_count(cloud.clients) == 4, "the benchmark's workflow did not complete"
     stages: dict[str, StageCalls] = {}
     for name, stage in names.items():
-        calls = counts.calls[name]
-        dynamodb = sum(n for op, n in calls.items() if op.startswith("dynamodb."))
-        puts = calls["events.PutEvents"]
-        other = {
-            op: n for op, n in calls.items() if not op.startswith("dynamodb.") and op != "events.PutEvents"
-        }
+        calls = log.by_function(name)
+        by_operation = Counter(f"{call.service}.{call.operation}" for call in calls)
         stages[stage] = StageCalls(
-            records=counts.records[stage],
-            dynamodb_calls=dynamodb,
-            put_events_calls=puts,
-            put_events_entries=counts.put_events_entries[name],
-            other_calls=other,
+            records=records[stage],
+            dynamodb_calls=sum(1 for call in calls if call.service == "dynamodb"),
+            put_events_calls=by_operation["events.PutEvents"],
+            put_events_entries=sum(
+                len(call.params["Entries"]) for call in calls if call.operation == "PutEvents"
+            ),
+            other_calls={
+                op: n for op, n in by_operation.items() if op.split(".")[0] not in ("dynamodb", "events")
+            },
         )
     return stages, 4

@@ -19,14 +19,20 @@ def demo(*, mode: Mode) -> int:
     return 0
 
 
-def run_events(events: Path, *, report: Path | None, mode: Mode, environment: str) -> int:
+def run_events(
+    events: Path, *, report: Path | None, mode: Mode, environment: str, seed_demo: bool = False
+) -> int:
     from intentbus.catalog import Catalog
     from intentbus.cli.emit import read_envelopes
     from intentbus_local import report as reporting
+    from intentbus_local import seed
     from intentbus_local.cloud import LocalCloud
 
     lines = list(read_envelopes(events))
     with LocalCloud(mode=mode, parameters={"Environment": environment}) as cloud:
+        if seed_demo:
+            seed.seed_service(cloud.clients)
+            seed.seed_metrics(cloud.clients)
         workflows = cloud.topology.functions["ValidateFunction"].environment["INTENTBUS_WORKFLOWS"]
         sent = []
         for number, envelope in lines:

@@ -46,6 +46,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--environment", default="dev", help="the template's Environment parameter (default dev)"
     )
+    run.add_argument(
+        "--seed-demo",
+        action="store_true",
+        help="first create the demo's ECS service and the CloudWatch metrics the incident workflow reads",
+    )
 
     emit = commands.add_parser("emit", help="put envelopes on an EventBridge bus")
     emit.add_argument("file", type=Path, help="JSON lines of envelopes (or - for standard input)")
@@ -94,7 +99,13 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "demo":
         return local.demo(mode=args.mode)
-    return local.run_events(args.events, report=args.report, mode=args.mode, environment=args.environment)
+    return local.run_events(
+        args.events,
+        report=args.report,
+        mode=args.mode,
+        environment=args.environment,
+        seed_demo=args.seed_demo,
+    )
 
 
 def _emit(args: argparse.Namespace) -> int:

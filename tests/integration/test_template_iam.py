@@ -1,0 +1,125 @@
+"""Least privilege that still works: every call a handler made is allowed by its role in template.yaml.
+
+moto does not enforce IAM, so this runs both seed workflows (and a quarantined input) on the local
+cloud, records each function's calls at botocore, and checks them against the translated template.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentbus_local import seed
+from intentbus_local.cloud import LocalCloud
+from tests.botocore_calls import Call, CallLog, recording
+
+SEED = json.loads((Path(__file__).parents[2] / "infra" / "events" / "seed_tool_call.json").read_text())
+TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Delete": "DeleteItem",
+}
+
+
+@pytest.fixture(scope="module")
+def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
+    warnings.filterwarnings("ignore", module="moto")
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    with LocalCloud(mode="inprocess") as cloud:
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = seed.latency_event()
+        malformed = {"type": "ServiceLatencyIncreased", "payload": {}}
+        with recording(CallLog()) as log:
+            cloud.put_events(
+                [
+                    {
+                        "Source": "monitoring.example",
+                        "DetailType": event["type"],
+                        "Detail": json.dumps(event),
+                    },
+                    {
+                        "Source": "crm.example",
+                        "DetailType": "TOOL_EXECUTION_REQUESTED",
+                        "Detail": json.dumps(SEED),
+                    },
+                    {
+                        "Source": "monitoring.example",
+                        "DetailType": "ServiceLatencyIncreased",
+                        "Detail": json.dumps(malformed),
+                    },
+                ]
+            )
+            cloud.run_until_idle(max_invocations=200)
+        assert seed.desired_count(cloud.clients) == 4
+        yield cloud, log
+
+
+def actions_of(call: Call) -> list[str]:
+    prefix = {"monitoring": "cloudwatch"}.get(call.service, call.service)
+    if call.operation == "TransactWriteItems":
+        return [
+            f"dynamodb:{TRANSACT_ACTIONS[kind]}" for item in call.params["TransactItems"] for kind in item
+        ]
+    return [f"{prefix}:{call.operation}"]
+
+
+def resources_of(call: Call, names: dict[str, str]) -> list[str]:
+    """The logical ids a call touches, as far as the template can name them."""
+    touched: set[str] = set()
+    text = json.dumps(call.params, default=str)
+    for physical, logical in names.items():
+        if physical and physical in text:
+            touched.add(logical)
+    return sorted(touched)
+
+
+def statements(template: Mapping[str, Any], function: str) -> list[dict[str, Any]]:
+    role = template["Resources"][f"{function}Role"]["Properties"]
+    found: list[dict[str, Any]] = []
+    for policy in role.get("Policies", []):
+        found.extend(policy["PolicyDocument"]["Statement"])
+    return found
+
+
+def allows(statement: dict[str, Any], action: str, logical: str | None, via_index: bool) -> bool:
+    if statement.get("Effect") != "Allow":
+        return False
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    if not any(fnmatch.fnmatchcase(action, pattern) for pattern in actions):
+        return False
+    resource = statement.get("Resource")
+    if resource == "*" or logical is None:
+        return True
+    text = json.dumps(resource)
+    return logical in text and (not via_index or "/index/" in text)
+
+
+def test_every_call_a_handler_made_is_allowed_by_its_role(exercised: tuple[LocalCloud, CallLog]) -> None:
+    cloud, log = exercised
+    template = cloud.template.cloudformation
+    names = {name: logical for logical, name in cloud.topology.tables.items()}
+    names |= {queue.url: logical for logical, queue in cloud.topology.queues.items()}
+    names[cloud.topology.bus_name] = "EventBus"
+    function_of = {info.name: logical for logical, info in cloud.topology.functions.items()}
+    denied: set[str] = set()
+    for call in log.calls:
+        function = function_of[call.function]
+        touched: list[str | None] = [*resources_of(call, names)] or [None]
+        for action in actions_of(call):
+            for logical in touched:
+                if not any(
+                    allows(s, action, logical, "IndexName" in call.params)
+                    for s in statements(template, function)
+                ):
+                    denied.add(f"{function}: {action} on {logical or '*'}")
+    assert not denied, "\n".join(sorted(denied))
+    assert {function_of[call.function] for call in log.calls} == set(cloud.topology.functions)
