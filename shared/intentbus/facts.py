@@ -39,6 +39,10 @@ class CommandProposed(Payload):
     command: Envelope
     decision_id: str
     agent: str | None = None
+    """``None`` when another system sent the command directly."""
+    rationale: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    confidence: float | None = None
 
 
 class CommandAuthorized(Payload):

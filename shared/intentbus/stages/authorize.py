@@ -145,18 +145,9 @@ class AuthorizeStage(Stage):
         return f"command {command.id} is not pending in step {state.step_index}"
 
     def _apply(self, turn: _Turn, verdict: Verdict) -> StageResult | None:
-        proposed, command, fact, workflow, state, is_new, read, now = (
-            turn.proposed,
-            turn.fact.command,
-            turn.fact,
-            turn.workflow,
-            turn.state,
-            turn.is_new,
-            turn.read,
-            turn.now,
-        )
+        command = turn.fact.command
         approval: Approval | None = None
-        new_state: WorkflowState | None = state if is_new else None
+        new_state: WorkflowState | None = turn.state if turn.is_new else None
         payload: Payload
         if verdict.effect is Effect.ALLOW:
             fact_type, outcome = facts.COMMAND_AUTHORIZED, Outcome.APPLIED
@@ -166,46 +157,29 @@ class AuthorizeStage(Stage):
             payload = facts.CommandDenied(command=command, verdict=verdict)
         else:
             fact_type, outcome = facts.HUMAN_APPROVAL_REQUIRED, Outcome.WAITING
-            approval = Approval(
-                approval_id=derive_id(command.id, "approval"),
-                tenant_id=command.tenant_id,
-                run_id=command.run_id,
-                workflow=workflow.name,
-                command=command,
-                proposed_at_version=state.version,
-                proposed_by=fact.agent,
-                requested_at=now,
-                expires_at=now + workflow.approval_timeout,
-            )
-            new_state = state.model_copy(
-                update={
-                    "status": Status.AWAITING_APPROVAL,
-                    "updated_at": now,
-                    "version": state.version if is_new else state.version + 1,
-                }
-            )
+            approval, new_state = _approval(turn)
             payload = facts.HumanApprovalRequired(
                 command=command,
                 verdict=verdict,
                 approval_id=approval.approval_id,
                 expires_at=approval.expires_at,
             )
-        version = (new_state or state).version
-        output = proposed.follow(
+        version = (new_state or turn.state).version
+        output = turn.proposed.follow(
             stage=STAGE,
             type=fact_type,
             kind=Kind.EVENT,
-            time=now,
+            time=turn.now,
             source=facts.PIPELINE_SOURCE,
             version=version,
             payload=payload.model_dump(mode="json"),
         )
         entry = LogEntry(
             stage=STAGE,
-            input_id=proposed.id,
+            input_id=turn.proposed.id,
             input_type=command.type,
             outcome=outcome,
-            at=now,
+            at=turn.now,
             version=version,
             outputs=(output,),
             summary={
@@ -218,9 +192,35 @@ class AuthorizeStage(Stage):
             entry=entry,
             tenant_id=command.tenant_id,
             run_id=command.run_id,
-            expected_version=None if read is None else read.version,
+            expected_version=None if turn.read is None else turn.read.version,
             state=new_state,
-            create=is_new,
+            create=turn.is_new,
             approval=approval,
         )
-        return commit_then_publish(self.deps, self.store, commit, proposed)
+        return commit_then_publish(self.deps, self.store, commit, turn.proposed)
+
+
+def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:
+    """A pending approval that expires by the workflow's timeout, and the run waiting for it."""
+    command = turn.fact.command
+    approval = Approval(
+        approval_id=derive_id(command.id, "approval"),
+        tenant_id=command.tenant_id,
+        run_id=command.run_id,
+        workflow=turn.workflow.name,
+        command=command,
+        proposed_at_version=turn.state.version,
+        proposed_by=turn.fact.agent,
+        evidence={"rationale": turn.fact.rationale, **turn.fact.evidence},
+        confidence=turn.fact.confidence,
+        requested_at=turn.now,
+        expires_at=turn.now + turn.workflow.approval_timeout,
+    )
+    waiting = turn.state.model_copy(
+        update={
+            "status": Status.AWAITING_APPROVAL,
+            "updated_at": turn.now,
+            "version": turn.state.version if turn.is_new else turn.state.version + 1,
+        }
+    )
+    return approval, waiting

@@ -168,7 +168,14 @@ class DecideStage(Stage):
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
-                facts.CommandProposed(command=command, decision_id=decision_id, agent=decision.agent),
+                facts.CommandProposed(
+                    command=command,
+                    decision_id=decision_id,
+                    agent=decision.agent,
+                    rationale=decision.rationale,
+                    evidence=decision.evidence,
+                    confidence=decision.confidence,
+                ),
                 version=state.version,
                 index=index,
                 step_index=step_index,
