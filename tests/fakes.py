@@ -98,10 +98,20 @@ class InMemoryRunner:
     def bind(self, context: LambdaContext) -> None:
         return None
 
-    def run(self, command: Envelope, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    lapsed: set[str] = field(default_factory=set)
+    """Keys whose earlier attempt died in progress: the next run goes through ``after_lapse``."""
+
+    def run(
+        self,
+        command: Envelope,
+        work: Callable[[], dict[str, Any]],
+        after_lapse: Callable[[], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         key = str(command.idempotency_key)
         if key not in self.results:
-            self.results[key] = work()
+            lapsed = key in self.lapsed
+            self.lapsed.discard(key)
+            self.results[key] = after_lapse() if lapsed and after_lapse is not None else work()
         return self.results[key]
 
 

@@ -24,6 +24,7 @@ ROUTES = {
     facts.COMMAND_EXECUTED: "record",
     facts.COMMAND_FAILED: "record",
     facts.COMMAND_DENIED: "record",
+    facts.COMMAND_OUTCOME_UNKNOWN: "record",
 }
 
 

@@ -21,6 +21,9 @@ class Settings(BaseModel):
     intentbus_workflows: str = Field(min_length=1)
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
+    """How long a command's result is kept, so a redelivery gets it instead of running again."""
+    idempotency_lease_seconds: float | None = Field(default=None, gt=0)
+    """Caps the in-progress lock; by default it lasts the invocation's remaining time."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:

@@ -115,18 +115,27 @@ class ToolContext:
             ) from None
 
 
+ToolFunction = Callable[[Any, ToolContext], Mapping[str, Any]]
+Reconcile = Callable[[Any, ToolContext], Mapping[str, Any] | None]
+"""After an attempt whose outcome is unknown: the result if the effect happened, ``None`` if it did not."""
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
-    run: Callable[[Any, ToolContext], Mapping[str, Any]]
+    run: ToolFunction
     repeat_safety: RepeatSafety
+    reconcile: Reconcile | None = None
+    """For a RECONCILE tool: checks the target; without one an unknown outcome goes to a person."""
 
 
-def tool(*, repeat_safety: RepeatSafety) -> Callable[[Callable[[Any, ToolContext], Mapping[str, Any]]], Tool]:
+def tool(
+    *, repeat_safety: RepeatSafety, reconcile: Reconcile | None = None
+) -> Callable[[ToolFunction], Tool]:
     """Declare a function as a tool; ``repeat_safety`` is required, so every tool says it."""
 
-    def wrap(function: Callable[[Any, ToolContext], Mapping[str, Any]]) -> Tool:
-        return Tool(name=function.__name__, run=function, repeat_safety=repeat_safety)
+    def wrap(function: ToolFunction) -> Tool:
+        return Tool(name=function.__name__, run=function, repeat_safety=repeat_safety, reconcile=reconcile)
 
     return wrap
 

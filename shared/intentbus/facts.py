@@ -26,6 +26,7 @@ COMMAND_DENIED = "CommandDenied"
 HUMAN_APPROVAL_REQUIRED = "HumanApprovalRequired"
 COMMAND_EXECUTED = "CommandExecuted"
 COMMAND_FAILED = "CommandFailed"
+COMMAND_OUTCOME_UNKNOWN = "CommandOutcomeUnknown"
 HUMAN_REVIEW_REQUIRED = "HumanReviewRequired"
 WORKFLOW_COMPLETED = "WorkflowCompleted"
 WORKFLOW_FAILED = "WorkflowFailed"
@@ -65,11 +66,20 @@ class HumanApprovalRequired(Payload):
 class CommandExecuted(Payload):
     command: Envelope
     result: dict[str, Any]
+    reconciled: bool = False
+    """True when the result was found by the tool's reconcile check after an attempt that lapsed."""
 
 
 class CommandFailed(Payload):
     command: Envelope
     error: str
+
+
+class CommandOutcomeUnknown(Payload):
+    """An earlier attempt may have half-happened and the tool cannot tell: a person decides."""
+
+    command: Envelope
+    reason: str
 
 
 class HumanReviewRequired(Payload):
@@ -97,6 +107,7 @@ _MODELS: dict[str, type[Payload]] = {
     HUMAN_APPROVAL_REQUIRED: HumanApprovalRequired,
     COMMAND_EXECUTED: CommandExecuted,
     COMMAND_FAILED: CommandFailed,
+    COMMAND_OUTCOME_UNKNOWN: CommandOutcomeUnknown,
     HUMAN_REVIEW_REQUIRED: HumanReviewRequired,
     WORKFLOW_COMPLETED: WorkflowCompleted,
     WORKFLOW_FAILED: WorkflowFailed,

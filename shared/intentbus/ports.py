@@ -43,6 +43,15 @@ class IdempotentRunner(Protocol):
         """Receives the Lambda context, so an in-progress lock lapses with the invocation."""
         ...
 
-    def run(self, command: Envelope, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run ``work`` at most once per command idempotency key; a repeat returns the stored result."""
+    def run(
+        self,
+        command: Envelope,
+        work: Callable[[], dict[str, Any]],
+        after_lapse: Callable[[], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``work`` at most once per idempotency key; a repeat returns the stored result.
+
+        When an earlier attempt's in-progress lock lapsed (it crashed or timed out mid-way), the
+        effect may have half-happened: ``after_lapse`` runs instead of ``work``, if given.
+        """
         ...

@@ -68,6 +68,7 @@ def execute_stage(runtime: Runtime) -> ExecuteStage:
         runtime.settings.require_idempotency_table(),
         runtime.clients.client("dynamodb"),
         retention_seconds=runtime.settings.idempotency_retention_seconds,
+        lease_seconds=runtime.settings.idempotency_lease_seconds,
     )
     return ExecuteStage(runtime.deps, runner, runtime.clients)
 

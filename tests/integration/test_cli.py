@@ -10,6 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from intentbus.catalog import Catalog
 from intentbus.cli.main import main
 
 EVENTS = Path(__file__).parents[2] / "infra" / "events" / "sample.jsonl"
@@ -77,7 +78,10 @@ def test_schema_export_writes_one_schema_per_type(tmp_path: Path) -> None:
     assert main(["schema", "export", "--out", str(tmp_path)]) == 0
     schema = json.loads((tmp_path / "TOOL_EXECUTION_REQUESTED.schema.json").read_text())
     assert schema["properties"]["kind"] == {"const": "command", "title": "Kind"}
-    assert len(list(tmp_path.glob("*.schema.json"))) == 21
+    catalog = Catalog.from_modules("intentbus.workflows.incident,intentbus.workflows.direct_tool")
+    assert {path.name for path in tmp_path.glob("*.schema.json")} == {
+        f"{spec.name}.schema.json" for spec in catalog.types
+    }
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,15 @@
-"""Exactly-once execution on Powertools' Idempotency utility (its own DynamoDB table, keyed by ``id``)."""
+"""Exactly-once execution on Powertools' Idempotency utility (its own DynamoDB table, keyed by ``id``).
+
+Powertools re-runs a function whose in-progress record lapsed, saying nothing of the earlier
+attempt. The client it is given here asks DynamoDB for the replaced item (``ReturnValues=ALL_OLD``,
+no extra call), so a tool that is unsafe to repeat is reconciled instead of run blindly again.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -12,6 +19,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.envelope import Envelope
 
 if TYPE_CHECKING:
@@ -19,17 +27,71 @@ if TYPE_CHECKING:
 
 # Stable across function renames, so a renamed function does not run a command again.
 KEY_PREFIX = "intentbus.execute"
+IN_PROGRESS = "INPROGRESS"
+
+
+class LapseWatchingClient:
+    """The DynamoDB client Powertools writes through; notes when an in-progress put replaced a lapsed one.
+
+    Where the local cloud's virtual clock runs, the put's notion of "now" follows it, so a lease
+    lapses in virtual time as it would on AWS.
+    """
+
+    def __init__(self, client: DynamoDBClient) -> None:
+        self._client = client
+        self.replaced_lapsed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def put_item(self, **kwargs: Any) -> Any:
+        if kwargs.get("Item", {}).get("status", {}).get("S") != IN_PROGRESS:
+            return self._client.put_item(**kwargs)
+        offset = float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+        values = dict(kwargs.get("ExpressionAttributeValues", {}))
+        if offset and ":now" in values:
+            values[":now"] = {"N": str(int(float(values[":now"]["N"]) + offset))}
+            values[":now_in_millis"] = {"N": str(int(float(values[":now_in_millis"]["N"]) + offset * 1000))}
+        response = self._client.put_item(
+            **{**kwargs, "ExpressionAttributeValues": values, "ReturnValues": "ALL_OLD"}
+        )
+        old = response.get("Attributes", {})
+        self.replaced_lapsed = old.get("status", {}).get("S") == IN_PROGRESS
+        return response
+
+
+@dataclass
+class _LeaseContext:
+    """The Lambda context with the in-progress lease capped: the lease follows the remaining time."""
+
+    context: LambdaContext
+    lease_seconds: float | None
+
+    def get_remaining_time_in_millis(self) -> int:
+        remaining = self.context.get_remaining_time_in_millis()
+        if self.lease_seconds is None:
+            return remaining
+        return min(remaining, int(self.lease_seconds * 1000))
 
 
 class PowertoolsIdempotentRunner:
-    def __init__(self, table_name: str, client: DynamoDBClient, *, retention_seconds: int) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        client: DynamoDBClient,
+        *,
+        retention_seconds: int,
+        lease_seconds: float | None = None,
+    ) -> None:
         self.config = IdempotencyConfig(
             event_key_jmespath="idempotency_key",
             payload_validation_jmespath="payload",
             raise_on_no_idempotency_key=True,
             expires_after_seconds=retention_seconds,
         )
-        persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client)
+        self._lease_seconds = lease_seconds
+        self._client = LapseWatchingClient(client)
+        persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=self._client)  # type: ignore[arg-type]
         self._run = idempotent_function(
             data_keyword_argument="command",
             persistence_store=persistence,
@@ -39,10 +101,22 @@ class PowertoolsIdempotentRunner:
 
     def bind(self, context: LambdaContext) -> None:
         """The in-progress lock then lapses with the invocation, not when the whole record expires."""
-        self.config.register_lambda_context(context)
+        self.config.register_lambda_context(_LeaseContext(context, self._lease_seconds))  # type: ignore[arg-type]
 
-    def run(self, command: Envelope, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = self._run(command=command.to_json_dict(), work=work)
+    def run(
+        self,
+        command: Envelope,
+        work: Callable[[], dict[str, Any]],
+        after_lapse: Callable[[], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        self._client.replaced_lapsed = False
+
+        def attempt() -> dict[str, Any]:
+            if self._client.replaced_lapsed and after_lapse is not None:
+                return after_lapse()
+            return work()
+
+        result: dict[str, Any] = self._run(command=command.to_json_dict(), work=attempt)
         return result
 
 

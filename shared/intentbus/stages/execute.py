@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from intentbus import facts
-from intentbus.definition import ClientProvider, ToolContext, ToolError
+from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.journal import Outcome
@@ -50,37 +50,72 @@ class ExecuteStage(Stage):
         except MalformedInput as error:
             return quarantined(self.deps, STAGE, error, body, message_id)
 
-        ran = False
+        attempt = _Attempt(self, fact.envelope, command, spec.tool, arguments)
+        after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
+        output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
+        return publish(
+            self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
+        )
 
-        def work() -> dict[str, Any]:
-            nonlocal ran
-            ran = True
-            context = ToolContext(
-                tenant_id=command.tenant_id,
-                run_id=command.run_id,
-                idempotency_key=str(command.idempotency_key),
-                clients=self.clients,
-                settings=self.deps.settings,
-            )
-            payload: Payload
-            try:
-                result = dict(spec.tool.run(arguments, context))
-                fact_type = facts.COMMAND_EXECUTED
-                payload = facts.CommandExecuted(command=command, result=result)
-            except ToolError as error:
-                if error.retryable:
-                    raise
-                fact_type = facts.COMMAND_FAILED
-                payload = facts.CommandFailed(command=command, error=str(error))
-            output = fact.envelope.follow(
-                stage=STAGE,
-                type=fact_type,
-                kind=Kind.EVENT,
-                time=self.deps.clock.now(),
-                source=facts.PIPELINE_SOURCE,
-                payload=payload.model_dump(mode="json"),
-            )
-            return output.to_json_dict()
 
-        output = Envelope.model_validate(self.runner.run(command, work))
-        return publish(self.deps, Outcome.APPLIED if ran else Outcome.DUPLICATE, fact.envelope, (output,))
+@dataclass
+class _Attempt:
+    """One execution of a command's tool; its answer is stored by the idempotent runner."""
+
+    stage: ExecuteStage
+    incoming: Envelope
+    command: Envelope
+    tool: Tool
+    arguments: BaseModel
+    ran: bool = False
+
+    @property
+    def _context(self) -> ToolContext:
+        return ToolContext(
+            tenant_id=self.command.tenant_id,
+            run_id=self.command.run_id,
+            idempotency_key=str(self.command.idempotency_key),
+            clients=self.stage.clients,
+            settings=self.stage.deps.settings,
+        )
+
+    def run(self) -> dict[str, Any]:
+        self.ran = True
+        try:
+            result = dict(self.tool.run(self.arguments, self._context))
+        except ToolError as error:
+            if error.retryable:
+                raise
+            return self._output(
+                facts.COMMAND_FAILED, facts.CommandFailed(command=self.command, error=str(error))
+            )
+        return self._output(
+            facts.COMMAND_EXECUTED, facts.CommandExecuted(command=self.command, result=result)
+        )
+
+    def after_lapse(self) -> dict[str, Any]:
+        """An earlier attempt lapsed mid-way: ask the target whether the effect happened, never guess."""
+        self.ran = True
+        if self.tool.reconcile is None:
+            reason = (
+                f"an earlier attempt of {self.command.type} lapsed and {self.tool.name} cannot be reconciled"
+            )
+            return self._output(
+                facts.COMMAND_OUTCOME_UNKNOWN,
+                facts.CommandOutcomeUnknown(command=self.command, reason=reason),
+            )
+        found = self.tool.reconcile(self.arguments, self._context)
+        if found is None:
+            return self.run()
+        executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
+        return self._output(facts.COMMAND_EXECUTED, executed)
+
+    def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
+        return self.incoming.follow(
+            stage=STAGE,
+            type=fact_type,
+            kind=Kind.EVENT,
+            time=self.stage.deps.clock.now(),
+            source=facts.PIPELINE_SOURCE,
+            payload=payload.model_dump(mode="json"),
+        ).to_json_dict()

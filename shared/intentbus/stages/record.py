@@ -14,6 +14,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
+from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
     ConcurrentUpdate,
@@ -30,7 +31,13 @@ from intentbus.state import Status, WorkflowState, record_result, settle
 
 STAGE = "record"
 
-OutcomeFact = facts.CommandExecuted | facts.CommandFailed | facts.CommandDenied
+OutcomeFact = facts.CommandExecuted | facts.CommandFailed | facts.CommandDenied | facts.CommandOutcomeUnknown
+_OUTCOMES: dict[str, type[Payload]] = {
+    facts.COMMAND_EXECUTED: facts.CommandExecuted,
+    facts.COMMAND_FAILED: facts.CommandFailed,
+    facts.COMMAND_DENIED: facts.CommandDenied,
+    facts.COMMAND_OUTCOME_UNKNOWN: facts.CommandOutcomeUnknown,
+}
 
 
 @dataclass
@@ -40,14 +47,7 @@ class RecordStage(Stage):
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(
-                body,
-                {
-                    facts.COMMAND_EXECUTED: facts.CommandExecuted,
-                    facts.COMMAND_FAILED: facts.CommandFailed,
-                    facts.COMMAND_DENIED: facts.CommandDenied,
-                },
-            )
+            fact = read_fact(body, _OUTCOMES)
         except MalformedInput as error:
             return quarantined(self.deps, STAGE, error, body, message_id)
         for _ in range(COMMIT_ATTEMPTS):
@@ -129,6 +129,20 @@ class RecordStage(Stage):
                 Outcome.APPLIED,
                 {"reason": fact.error},
             )
+        if isinstance(fact, facts.CommandOutcomeUnknown):
+            paused = settle(state, status=Status.PAUSED, reason=fact.reason, now=now)
+            review = incoming.follow(
+                stage=STAGE,
+                type=facts.HUMAN_REVIEW_REQUIRED,
+                kind=Kind.EVENT,
+                time=now,
+                source=facts.PIPELINE_SOURCE,
+                version=paused.version,
+                payload=facts.HumanReviewRequired(
+                    reason=fact.reason, limit="outcome_unknown", spend={"steps": state.steps_taken}
+                ).model_dump(mode="json"),
+            )
+            return paused, [review], Outcome.PAUSED, {"reason": fact.reason}
         advanced = record_result(state, command_id=command.id, result=fact.result, now=now)
         if advanced.pending:
             return advanced, [], Outcome.APPLIED, {"waiting_for": list(advanced.pending)}

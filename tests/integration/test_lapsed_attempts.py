@@ -1,0 +1,82 @@
+"""An attempt that died holding the in-progress lock: Powertools would re-run it; intentbus says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
+from intentbus.envelope import Envelope, Kind
+from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
+
+
+class Crash(BaseException):
+    """The process died mid-way: nothing below the tool got to clean up."""
+
+
+@pytest.fixture
+def runner(aws: None, monkeypatch: pytest.MonkeyPatch) -> PowertoolsIdempotentRunner:  # noqa: F811
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
+    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
+    dynamodb = client("dynamodb")
+    table = create_idempotency_table(dynamodb)
+    runner = PowertoolsIdempotentRunner(table, dynamodb, retention_seconds=3600, lease_seconds=30)
+    runner.bind(lambda_context(remaining_millis=600_000))
+    return runner
+
+
+def command(key: str) -> Envelope:
+    return Envelope(
+        id=f"cmd-{key}",
+        source="test",
+        type="charge",
+        time=datetime.now(UTC),
+        kind=Kind.COMMAND,
+        tenant_id="acme",
+        trace_id="t",
+        run_id="run-1",
+        step_index=1,
+        idempotency_key=key,
+        correlation_id="run-1",
+        payload={"invoice": "inv-1"},
+    )
+
+
+def crash() -> dict[str, object]:
+    raise Crash
+
+
+def test_a_lapsed_lock_goes_to_the_reconcile_path_not_the_tool(
+    runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(Crash):
+        runner.run(command("idem_1"), crash)
+    with pytest.raises(IdempotencyAlreadyInProgressError):
+        runner.run(command("idem_1"), lambda: {"ran": True})
+
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "31")  # the 30 s lease has lapsed on the virtual clock
+    result = runner.run(command("idem_1"), lambda: {"ran": True}, after_lapse=lambda: {"reconciled": True})
+
+    assert result == {"reconciled": True}
+    assert runner.run(command("idem_1"), lambda: {"ran": "again"}) == {"reconciled": True}
+
+
+def test_the_lease_is_capped_apart_from_the_retention(
+    runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(Crash):
+        runner.run(command("idem_2"), crash)
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "29")
+    with pytest.raises(IdempotencyAlreadyInProgressError):
+        runner.run(command("idem_2"), lambda: {"ran": True})
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "31")
+    assert runner.run(command("idem_2"), lambda: {"ran": True}) == {"ran": True}
+
+
+def test_a_first_attempt_is_never_taken_for_a_lapsed_one(runner: PowertoolsIdempotentRunner) -> None:
+    assert runner.run(command("idem_3"), lambda: {"ran": True}, after_lapse=lambda: {"reconciled": True}) == {
+        "ran": True
+    }
