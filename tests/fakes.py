@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
-from intentbus.journal import Approval, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
+from intentbus.journal import Approval, ApprovalStatus, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
 from intentbus.state import WorkflowState
 
 
@@ -54,12 +54,29 @@ class InMemoryStore:
             and (current is None or current.version != commit.expected_version)
         ):
             return CommitResult(CommitStatus.VERSION_CONFLICT)
+        if commit.approval is not None:
+            existing = self.approvals.get(commit.approval.approval_id)
+            expected = None if existing is None else existing.status
+            if expected != commit.approval_was:
+                return CommitResult(CommitStatus.VERSION_CONFLICT)
         log[entry_key] = commit.entry
         if commit.state is not None:
             self.states[key] = commit.state
         if commit.approval is not None:
             self.approvals[commit.approval.approval_id] = commit.approval
         return CommitResult(CommitStatus.COMMITTED)
+
+    def approval(self, tenant_id: str, approval_id: str) -> Approval | None:
+        found = self.approvals.get(approval_id)
+        return found if found is not None and found.tenant_id == tenant_id else None
+
+    def pending_approvals(self, tenant_id: str) -> list[Approval]:
+        return sorted((a for a in self.approvals.values() if a.tenant_id == tenant_id
+                       and a.status is ApprovalStatus.PENDING), key=lambda a: a.expires_at)
+
+    def due_approvals(self, now: datetime) -> list[Approval]:
+        return sorted((a for a in self.approvals.values() if a.status is ApprovalStatus.PENDING
+                       and a.expires_at < now), key=lambda a: a.expires_at)
 
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
         return sorted(

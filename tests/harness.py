@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from intentbus import facts
+from intentbus.approvals import ApprovalDesk
 from intentbus.catalog import Catalog
 from intentbus.definition import ClientProvider
 from intentbus.envelope import Envelope
@@ -60,6 +62,7 @@ class InMemoryPipeline:
             environment=self.environment,
             settings={},
         )
+        self.deps = deps
         self.stages: dict[str, StageCore] = {
             "validate": ValidateStage(deps, self.store),
             "decide": DecideStage(deps, self.store),
@@ -73,9 +76,22 @@ class InMemoryPipeline:
         self.outcomes[(stage, result.outcome.value)] += 1
         return result
 
+    @property
+    def desk(self) -> ApprovalDesk:
+        return ApprovalDesk(self.deps, self.store)
+
+    def follow(self, published: Sequence[Envelope], *, max_hops: int = 200) -> None:
+        """Route what something outside the stages published (e.g. an approval) until nothing is left."""
+        for envelope in published:
+            target = route(envelope)
+            if target is not None:
+                self._drain(deque([(target, bus_body(envelope))]), max_hops)
+
     def run(self, body: str, *, max_hops: int = 200) -> None:
         """Deliver a raw bus body to validate, then everything published, until nothing is left."""
-        queue: deque[tuple[str, str]] = deque([("validate", body)])
+        self._drain(deque([("validate", body)]), max_hops)
+
+    def _drain(self, queue: deque[tuple[str, str]], max_hops: int) -> None:
         hops = 0
         while queue:
             hops += 1

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -185,6 +185,9 @@ class Workflow:
     policy: Policy
     budget: Budget = field(default_factory=Budget)
     approval_timeout: timedelta = timedelta(hours=4)
+    """Every approval expires; a wait with no timeout would hang silently."""
+    on_approval_expiry: Literal["cancel", "escalate"] = "cancel"
+    """``cancel`` denies the command (the run ends DENIED); ``escalate`` pauses the run for review."""
     events: dict[str, TypeSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     steps: dict[str, Step] = field(default_factory=dict)

@@ -28,6 +28,7 @@ COMMAND_EXECUTED = "CommandExecuted"
 COMMAND_FAILED = "CommandFailed"
 COMMAND_OUTCOME_UNKNOWN = "CommandOutcomeUnknown"
 HUMAN_REVIEW_REQUIRED = "HumanReviewRequired"
+APPROVAL_EXPIRED = "ApprovalExpired"
 WORKFLOW_COMPLETED = "WorkflowCompleted"
 WORKFLOW_FAILED = "WorkflowFailed"
 
@@ -82,6 +83,14 @@ class CommandOutcomeUnknown(Payload):
     reason: str
 
 
+class ApprovalExpired(Payload):
+    approval_id: str
+    command: Envelope
+    expired_at: datetime
+    then: str
+    """What the workflow definition said follows: ``cancel`` or ``escalate``."""
+
+
 class HumanReviewRequired(Payload):
     reason: str
     limit: str
@@ -109,6 +118,7 @@ _MODELS: dict[str, type[Payload]] = {
     COMMAND_FAILED: CommandFailed,
     COMMAND_OUTCOME_UNKNOWN: CommandOutcomeUnknown,
     HUMAN_REVIEW_REQUIRED: HumanReviewRequired,
+    APPROVAL_EXPIRED: ApprovalExpired,
     WORKFLOW_COMPLETED: WorkflowCompleted,
     WORKFLOW_FAILED: WorkflowFailed,
 }

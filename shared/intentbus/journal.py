@@ -63,6 +63,12 @@ class Approval(BaseModel):
     status: ApprovalStatus = ApprovalStatus.PENDING
     requested_at: datetime
     expires_at: datetime
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    decision_reason: str | None = None
+
+    def expired_at(self, now: datetime) -> bool:
+        return now >= self.expires_at
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ class Commit:
     state: WorkflowState | None = None
     create: bool = False
     approval: Approval | None = None
+    approval_was: ApprovalStatus | None = None
+    """Set when ``approval`` replaces an existing one: the status it must still have (PENDING)."""
 
     def __post_init__(self) -> None:
         if self.state is not None and not self.create and self.expected_version is None:

@@ -37,6 +37,8 @@ class WorkflowState(BaseModel):
     """The event or command type that started the current step."""
     pending: tuple[str, ...] = ()
     """Ids of the current step's commands that have no outcome yet."""
+    awaiting_approval: tuple[str, ...] = ()
+    """Ids of pending commands that wait for a person's decision."""
     results: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """The current step's results by command id."""
     steps_taken: int = Field(default=0, ge=0)
@@ -101,6 +103,7 @@ def settle(state: WorkflowState, *, status: Status, reason: str | None, now: dat
             "status": status,
             "reason": reason,
             "pending": (),
+            "awaiting_approval": (),
             "updated_at": now,
         }
     )

@@ -35,6 +35,7 @@ from intentbus.runtime import (
     validate_stage,
 )
 from intentbus.stages.common import StageCore
+from intentbus_local.template import load_template
 from tests.harness import route
 
 REGION = "us-east-1"
@@ -91,58 +92,32 @@ def client(service: str) -> Any:
 # ------------------------------------------------------------------ tables, as template.yaml declares
 
 
-def create_workflow_table(dynamodb: Any, name: str = WORKFLOW_TABLE) -> str:
+def create_table_from_template(dynamodb: Any, logical_id: str, name: str) -> str:
+    """Creates a table exactly as template.yaml declares it: keys, indexes, TTL."""
+    properties = load_template().cloudformation["Resources"][logical_id]["Properties"]
     dynamodb.create_table(
         TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "gsi1pk", "AttributeType": "S"},
-            {"AttributeName": "gsi1sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "gsi1",
-                "KeySchema": [
-                    {"AttributeName": "gsi1pk", "KeyType": "HASH"},
-                    {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
-        ],
+        **{key: properties[key] for key in _TABLE_KEYS if key in properties},
     )
-    dynamodb.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"AttributeName": "ttl", "Enabled": True}
-    )
+    ttl = properties.get("TimeToLiveSpecification")
+    if ttl:
+        dynamodb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
     return name
+
+
+_TABLE_KEYS = ("BillingMode", "AttributeDefinitions", "KeySchema", "GlobalSecondaryIndexes")
+
+
+def create_workflow_table(dynamodb: Any, name: str = WORKFLOW_TABLE) -> str:
+    return create_table_from_template(dynamodb, "WorkflowTable", name)
 
 
 def create_idempotency_table(dynamodb: Any, name: str = IDEMPOTENCY_TABLE) -> str:
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-    )
-    dynamodb.update_time_to_live(
-        TableName=name, TimeToLiveSpecification={"AttributeName": "expiration", "Enabled": True}
-    )
-    return name
+    return create_table_from_template(dynamodb, "IdempotencyTable", name)
 
 
 def create_crm_table(dynamodb: Any, name: str = CRM_TABLE) -> str:
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "customer_id", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "customer_id", "KeyType": "HASH"}],
-    )
-    return name
+    return create_table_from_template(dynamodb, "CrmTable", name)
 
 
 # ------------------------------------------------------------------ bus and queues

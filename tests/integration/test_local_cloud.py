@@ -166,10 +166,11 @@ class TestOnOneStack:
             ("pk", "HASH"),
             ("sk", "RANGE"),
         }
-        (gsi,) = workflow["GlobalSecondaryIndexes"]
-        assert gsi["IndexName"] == "gsi1"
-        assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["gsi1pk", "gsi1sk"]
-        assert gsi["Projection"]["ProjectionType"] == "ALL"
+        indexes = {gsi["IndexName"]: gsi for gsi in workflow["GlobalSecondaryIndexes"]}
+        assert sorted(indexes) == ["gsi1", "gsi2"]
+        for name, gsi in indexes.items():
+            assert [k["AttributeName"] for k in gsi["KeySchema"]] == [f"{name}pk", f"{name}sk"]
+            assert gsi["Projection"]["ProjectionType"] == "ALL"
         assert workflow["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
         for table, ttl_attribute in (("WorkflowTable", "ttl"), ("IdempotencyTable", "expiration")):
             ttl = dynamodb.describe_time_to_live(TableName=topology.tables[table])["TimeToLiveDescription"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from intentbus.journal import (
     Approval,
+    ApprovalStatus,
     Commit,
     CommitResult,
     CommitStatus,
@@ -63,16 +65,29 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
     }
 
 
+APPROVAL_SK = "APPROVAL"
+PENDING_APPROVALS = "APPROVALS#PENDING"
+"""gsi2's one key: pending approvals of every tenant by expiry, for the expiry sweep (a sparse index)."""
+
+
+def approval_pk(tenant_id: str, approval_id: str) -> str:
+    return f"T#{tenant_id}#APPROVAL#{approval_id}"
+
+
 def approval_item(approval: Approval) -> dict[str, Any]:
-    return {
-        "pk": _s(run_pk(approval.tenant_id, approval.run_id)),
-        "sk": _s(f"APPROVAL#{approval.approval_id}"),
+    by_expiry = f"{approval.expires_at.isoformat()}#{approval.approval_id}"
+    item = {
+        "pk": _s(approval_pk(approval.tenant_id, approval.approval_id)),
+        "sk": _s(APPROVAL_SK),
         "status": _s(approval.status.value),
         "gsi1pk": _s(f"T#{approval.tenant_id}#APPROVALS#{approval.status.value}"),
-        "gsi1sk": _s(f"{approval.expires_at.isoformat()}#{approval.approval_id}"),
+        "gsi1sk": _s(by_expiry),
         "ttl": _n(int(approval.expires_at.timestamp()) + 90 * 86400),
         "approval": _s(approval.model_dump_json()),
     }
+    if approval.status is ApprovalStatus.PENDING:
+        item |= {"gsi2pk": _s(PENDING_APPROVALS), "gsi2sk": _s(by_expiry)}
+    return item
 
 
 def _response(error: ClientError) -> dict[str, Any]:
@@ -115,15 +130,7 @@ class DynamoWorkflowStore:
         actions: list[dict[str, Any]] = [{"Put": log_put}]
         actions.extend(self._state_actions(commit))
         if commit.approval is not None:
-            actions.append(
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": approval_item(commit.approval),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                }
-            )
+            actions.append({"Put": self._approval_put(commit)})
         if len(actions) == 1:
             return self._put_entry_only(log_put)
         try:
@@ -139,6 +146,57 @@ class DynamoWorkflowStore:
                 )
             return CommitResult(CommitStatus.VERSION_CONFLICT)
         return CommitResult(CommitStatus.COMMITTED)
+
+    def _approval_put(self, commit: Commit) -> dict[str, Any]:
+        assert commit.approval is not None
+        put: dict[str, Any] = {"TableName": self._table, "Item": approval_item(commit.approval)}
+        if commit.approval_was is None:
+            return put | {"ConditionExpression": "attribute_not_exists(pk)"}
+        return put | {
+            "ConditionExpression": "#status = :was",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": {":was": _s(commit.approval_was.value)},
+        }
+
+    def approval(self, tenant_id: str, approval_id: str) -> Approval | None:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={"pk": _s(approval_pk(tenant_id, approval_id)), "sk": _s(APPROVAL_SK)},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return None if item is None else Approval.model_validate_json(item["approval"]["S"])
+
+    def pending_approvals(self, tenant_id: str) -> list[Approval]:
+        """The tenant's pending approvals, soonest expiry first."""
+        pending = ApprovalStatus.PENDING.value
+        return self._query_approvals("gsi1", "gsi1pk", f"T#{tenant_id}#APPROVALS#{pending}", None)
+
+    def due_approvals(self, now: datetime) -> list[Approval]:
+        """Pending approvals of every tenant that expired by ``now``."""
+        return self._query_approvals("gsi2", "gsi2pk", PENDING_APPROVALS, now)
+
+    def _query_approvals(self, index: str, key: str, value: str, before: datetime | None) -> list[Approval]:
+        condition = f"{key} = :key"
+        values = {":key": _s(value)}
+        if before is not None:
+            condition += f" AND {index}sk < :before"
+            values[":before"] = _s(before.isoformat())
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": index,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        found: list[Approval] = []
+        while True:
+            response = self._client.query(**kwargs)
+            found.extend(
+                Approval.model_validate_json(item["approval"]["S"]) for item in response.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in response:
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _state_actions(self, commit: Commit) -> list[dict[str, Any]]:
         key = {"pk": _s(run_pk(commit.tenant_id, commit.run_id)), "sk": _s(STATE_SK)}

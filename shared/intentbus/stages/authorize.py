@@ -219,6 +219,7 @@ def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:
     waiting = turn.state.model_copy(
         update={
             "status": Status.AWAITING_APPROVAL,
+            "awaiting_approval": (*turn.state.awaiting_approval, command.id),
             "updated_at": turn.now,
             "version": turn.state.version if turn.is_new else turn.state.version + 1,
         }

@@ -1,0 +1,386 @@
+"""Human approval: a durable record a person decides on later; deciding is one conditional write.
+
+Nothing waits for the person. authorize leaves a PENDING approval with an expiry and the run
+AWAITING_APPROVAL; a decision (from the API, the CLI or the console) moves the approval and the run
+in one transaction — only while the approval is PENDING and unexpired, and only while the run
+still waits for that very command — and then publishes CommandAuthorized or CommandDenied. Every
+refused attempt is recorded in the run's log with its reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from intentbus import facts
+from intentbus.envelope import Envelope, Kind
+from intentbus.ids import derive_id
+from intentbus.journal import Approval, ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
+from intentbus.policy import Effect, Verdict
+from intentbus.ports import WorkflowStore
+from intentbus.registry import Payload
+from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only
+from intentbus.state import Status, WorkflowState, settle
+
+STAGE = "approval"
+ATTEMPT_STAGE = "approval-attempt"
+
+
+class Approver(BaseModel):
+    """Who decides, as the authenticator established it (never taken from a request body)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    tenant_id: str = Field(min_length=1)
+    via: str = Field(min_length=1)
+    """How the identity was established: ``cognito``, ``iam`` or ``cli``."""
+
+
+class Answer(StrEnum):
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    STALE = "stale"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+
+
+HTTP_STATUS = {
+    Answer.APPROVED: 200,
+    Answer.REJECTED: 200,
+    Answer.EXPIRED: 409,
+    Answer.STALE: 409,
+    Answer.CONFLICT: 409,
+    Answer.FORBIDDEN: 403,
+    Answer.NOT_FOUND: 404,
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    answer: Answer
+    reason: str
+    approval: Approval | None = None
+    published: tuple[Envelope, ...] = ()
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.answer]
+
+
+@dataclass(frozen=True)
+class _Request:
+    approval: Approval
+    approver: Approver
+    approve: bool
+    reason: str
+    now: datetime
+
+    @property
+    def wanted(self) -> ApprovalStatus:
+        return ApprovalStatus.APPROVED if self.approve else ApprovalStatus.REJECTED
+
+    @property
+    def answer(self) -> Answer:
+        return Answer.APPROVED if self.approve else Answer.REJECTED
+
+
+class ApprovalStore(WorkflowStore, Protocol):
+    def approval(self, tenant_id: str, approval_id: str) -> Approval | None: ...
+
+    def pending_approvals(self, tenant_id: str) -> list[Approval]: ...
+
+    def due_approvals(self, now: datetime) -> list[Approval]: ...
+
+
+@dataclass
+class ApprovalDesk:
+    deps: StageDeps
+    store: ApprovalStore
+
+    def pending(self, tenant_id: str) -> list[Approval]:
+        now = self.deps.clock.now()
+        return [
+            approval for approval in self.store.pending_approvals(tenant_id) if not approval.expired_at(now)
+        ]
+
+    def show(self, tenant_id: str, approval_id: str) -> Approval | None:
+        return self.store.approval(tenant_id, approval_id)
+
+    def decide(
+        self, *, tenant_id: str, approval_id: str, approver: Approver, approve: bool, reason: str = ""
+    ) -> Result:
+        for _ in range(COMMIT_ATTEMPTS):
+            result = self._attempt(tenant_id, approval_id, approver, approve, reason)
+            if result is not None:
+                return result
+        raise ConcurrentUpdate(f"approval {approval_id} changed {COMMIT_ATTEMPTS} times while deciding")
+
+    def expire_due(self) -> list[Result]:
+        """Turns every lapsed PENDING approval into ApprovalExpired; what follows is the workflow's choice."""
+        now = self.deps.clock.now()
+        results: list[Result] = []
+        for due in self.store.due_approvals(now):
+            current: Approval | None = due
+            for _ in range(COMMIT_ATTEMPTS):
+                if current is None or current.status is not ApprovalStatus.PENDING:
+                    break
+                result = self._expire(current, now)
+                if result is not None:
+                    results.append(result)
+                    break
+                current = self.store.approval(due.tenant_id, due.approval_id)
+        return results
+
+    # ------------------------------------------------------------------ deciding
+
+    def _attempt(
+        self, tenant_id: str, approval_id: str, approver: Approver, approve: bool, reason: str
+    ) -> Result | None:
+        approval = self.store.approval(tenant_id, approval_id)
+        if approval is None:
+            return Result(Answer.NOT_FOUND, f"no approval {approval_id} for tenant {tenant_id}")
+        request = _Request(approval, approver, approve, reason, self.deps.clock.now())
+        if approver.tenant_id != approval.tenant_id:
+            why = (
+                f"{approver.id} of tenant {approver.tenant_id} may not decide for tenant {approval.tenant_id}"
+            )
+            return self._refuse(request, Answer.FORBIDDEN, why)
+        if approval.proposed_by is not None and approver.id == approval.proposed_by:
+            return self._refuse(
+                request, Answer.FORBIDDEN, f"{approver.id} proposed this command and may not approve it"
+            )
+        if approval.status is not ApprovalStatus.PENDING:
+            return self._already(request)
+        if approval.expired_at(request.now):
+            if self._expire(approval, request.now) is None:
+                return None
+            return self._refuse(
+                request, Answer.EXPIRED, f"the approval expired at {approval.expires_at.isoformat()}"
+            )
+        snapshot = self.store.snapshot(approval.tenant_id, approval.run_id, STAGE, approval.approval_id)
+        if snapshot.entry is not None:
+            return None  # decided while this attempt read: read again
+        state = snapshot.state
+        if (
+            state is None
+            or state.status is not Status.AWAITING_APPROVAL
+            or (approval.command.id not in state.awaiting_approval)
+        ):
+            where = "gone" if state is None else f"{state.status.value} at version {state.version}"
+            return self._refuse(request, Answer.STALE, f"the run moved on since the proposal (now {where})")
+        return self._apply(request, state)
+
+    def _apply(self, request: _Request, state: WorkflowState) -> Result | None:
+        approval, command, now = request.approval, request.approval.command, request.now
+        said = f"{request.answer.value} by {request.approver.id}" + (
+            f": {request.reason}" if request.reason else ""
+        )
+        payload: Payload
+        if request.approve:
+            verdict = Verdict(effect=Effect.ALLOW, rule="human-approval", reason=said)
+            fact_type, payload = (
+                facts.COMMAND_AUTHORIZED,
+                facts.CommandAuthorized(command=command, verdict=verdict),
+            )
+        else:
+            verdict = Verdict(effect=Effect.DENY, rule="human-approval", reason=said)
+            fact_type, payload = facts.COMMAND_DENIED, facts.CommandDenied(command=command, verdict=verdict)
+        still_waiting = tuple(waiting for waiting in state.awaiting_approval if waiting != command.id)
+        resumed = state.model_copy(
+            update={
+                "version": state.version + 1,
+                "awaiting_approval": still_waiting,
+                "updated_at": now,
+                "status": Status.AWAITING_APPROVAL if still_waiting else Status.RUNNING,
+            }
+        )
+        decided = approval.model_copy(
+            update={
+                "status": request.wanted,
+                "decided_by": request.approver.id,
+                "decided_at": now,
+                "decision_reason": request.reason or None,
+            }
+        )
+        entry = LogEntry(
+            stage=STAGE,
+            input_id=approval.approval_id,
+            input_type=command.type,
+            outcome=Outcome.APPLIED if request.approve else Outcome.DENIED,
+            at=now,
+            version=resumed.version,
+            outputs=(_follow(command, fact_type, payload, version=resumed.version, now=now),),
+            summary={
+                "approver": request.approver.id,
+                "via": request.approver.via,
+                "decision": request.wanted.value,
+                "reason": said,
+                "command_id": command.id,
+            },
+        )
+        commit = Commit(
+            entry=entry,
+            tenant_id=approval.tenant_id,
+            run_id=approval.run_id,
+            expected_version=state.version,
+            state=resumed,
+            approval=decided,
+            approval_was=ApprovalStatus.PENDING,
+        )
+        result = self.store.commit(commit)
+        if result.status is CommitStatus.VERSION_CONFLICT:
+            return None
+        outputs = entry.outputs if result.entry is None else result.entry.outputs
+        self.deps.bus.publish(outputs)
+        return Result(request.answer, said, decided, tuple(outputs))
+
+    def _already(self, request: _Request) -> Result:
+        """Deciding again the same way gets the same answer (and the same events again); otherwise 409."""
+        approval = request.approval
+        if approval.status is request.wanted:
+            entry = self.store.snapshot(
+                approval.tenant_id, approval.run_id, STAGE, approval.approval_id
+            ).entry
+            outputs = () if entry is None else entry.outputs
+            if outputs:
+                self.deps.bus.publish(outputs)
+            why = f"already {approval.status.value.lower()} by {approval.decided_by}"
+            return Result(request.answer, why, approval, tuple(outputs))
+        if approval.status is ApprovalStatus.EXPIRED:
+            return self._refuse(
+                request, Answer.EXPIRED, f"the approval expired at {approval.expires_at.isoformat()}"
+            )
+        why = f"the approval was already {approval.status.value.lower()} by {approval.decided_by}"
+        return self._refuse(request, Answer.CONFLICT, why)
+
+    def _refuse(self, request: _Request, answer: Answer, why: str) -> Result:
+        """A refused attempt changes nothing, but is recorded with its reason."""
+        approval, approver = request.approval, request.approver
+        attempt_id = derive_id(
+            approval.approval_id, approver.tenant_id, approver.id, request.approve, request.now.isoformat()
+        )
+        entry = LogEntry(
+            stage=ATTEMPT_STAGE,
+            input_id=attempt_id,
+            input_type=approval.command.type,
+            outcome=Outcome.STALE if answer in (Answer.STALE, Answer.EXPIRED) else Outcome.DENIED,
+            at=request.now,
+            version=approval.proposed_at_version,
+            summary={
+                "approval_id": approval.approval_id,
+                "approver": approver.id,
+                "approver_tenant": approver.tenant_id,
+                "via": approver.via,
+                "wanted": "approve" if request.approve else "reject",
+                "answer": answer.value,
+                "reason": why,
+            },
+        )
+        self.store.commit(log_only(entry, approval.tenant_id, approval.run_id))
+        return Result(answer, why, approval)
+
+    # ------------------------------------------------------------------ expiring
+
+    def _expire(self, approval: Approval, now: datetime) -> Result | None:
+        workflow = self.deps.catalog.workflow(approval.workflow)
+        state = self.store.snapshot(approval.tenant_id, approval.run_id, STAGE, approval.approval_id).state
+        expired = approval.model_copy(update={"status": ApprovalStatus.EXPIRED, "decided_at": now})
+        then = workflow.on_approval_expiry
+        notice = facts.ApprovalExpired(
+            approval_id=approval.approval_id,
+            command=approval.command,
+            expired_at=approval.expires_at,
+            then=then,
+        )
+        waiting = state is not None and approval.command.id in state.awaiting_approval
+        new_state: WorkflowState | None = None
+        outputs: list[Envelope] = []
+        if state is not None and waiting:
+            if then == "escalate":
+                new_state = settle(state, status=Status.PAUSED, reason="the approval expired", now=now)
+            else:
+                remaining = tuple(w for w in state.awaiting_approval if w != approval.command.id)
+                new_state = state.model_copy(
+                    update={"version": state.version + 1, "awaiting_approval": remaining, "updated_at": now}
+                )
+        version = new_state.version if new_state is not None else approval.proposed_at_version
+        outputs.append(_follow(approval.command, facts.APPROVAL_EXPIRED, notice, version=version, now=now))
+        if new_state is not None and then == "cancel":
+            verdict = Verdict(
+                effect=Effect.DENY,
+                rule="approval-expired",
+                reason=f"no decision before {approval.expires_at.isoformat()}",
+            )
+            outputs.append(
+                _follow(
+                    approval.command,
+                    facts.COMMAND_DENIED,
+                    facts.CommandDenied(command=approval.command, verdict=verdict),
+                    version=version,
+                    now=now,
+                    index=1,
+                )
+            )
+        if new_state is not None and then == "escalate":
+            review = facts.HumanReviewRequired(
+                reason="the approval expired",
+                limit="approval_timeout",
+                spend={"steps": new_state.steps_taken},
+            )
+            outputs.append(
+                _follow(
+                    approval.command, facts.HUMAN_REVIEW_REQUIRED, review, version=version, now=now, index=1
+                )
+            )
+        entry = LogEntry(
+            stage=STAGE,
+            input_id=approval.approval_id,
+            input_type=approval.command.type,
+            outcome=Outcome.STALE,
+            at=now,
+            version=version,
+            outputs=tuple(outputs),
+            summary={
+                "decision": "EXPIRED",
+                "then": then if waiting else "nothing: the run had moved on",
+                "reason": f"no decision before {approval.expires_at.isoformat()}",
+            },
+        )
+        commit = Commit(
+            entry=entry,
+            tenant_id=approval.tenant_id,
+            run_id=approval.run_id,
+            expected_version=None if new_state is None else state.version if state else None,
+            state=new_state,
+            approval=expired,
+            approval_was=ApprovalStatus.PENDING,
+        )
+        result = self.store.commit(commit)
+        if result.status is CommitStatus.VERSION_CONFLICT:
+            return None
+        recorded: Sequence[Envelope] = entry.outputs if result.entry is None else result.entry.outputs
+        self.deps.bus.publish(recorded)
+        return Result(Answer.EXPIRED, str(entry.summary["reason"]), expired, tuple(recorded))
+
+
+def _follow(
+    command: Envelope, fact_type: str, payload: Payload, *, version: int, now: datetime, index: int = 0
+) -> Envelope:
+    return command.follow(
+        stage=STAGE,
+        type=fact_type,
+        kind=Kind.EVENT,
+        time=now,
+        source=facts.PIPELINE_SOURCE,
+        version=version,
+        payload=payload.model_dump(mode="json"),
+        index=index,
+    )

@@ -1,0 +1,255 @@
+"""Approvals decided by a conditional write: approve, reject, expire, stale, twice, cross-tenant, self."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from intentbus.approvals import Answer, Approver
+from intentbus.catalog import Catalog
+from intentbus.definition import (
+    Decision,
+    DecisionContext,
+    ProposedCommand,
+    RepeatSafety,
+    ScriptedAgent,
+    Step,
+    ToolContext,
+    Workflow,
+    tool,
+)
+from intentbus.journal import Approval, ApprovalStatus
+from intentbus.policy import Effect, Policy, Rule
+from intentbus.registry import Payload
+from intentbus.state import Status
+from tests.fakes import raw_body
+from tests.harness import InMemoryPipeline
+
+DEPLOYS: list[str] = []
+TENANT = "acme"
+ALICE = Approver(id="alice", tenant_id=TENANT, via="cognito")
+
+
+class ReleaseReady(Payload):
+    service: str
+    version: str
+
+
+class Released(Payload):
+    service: str
+    version: str
+
+
+class Deploy(Payload):
+    service: str
+    version: str
+
+
+@tool(repeat_safety=RepeatSafety.SAFE)
+def deploy(command: Deploy, context: ToolContext) -> Mapping[str, Any]:
+    DEPLOYS.append(f"{command.service}@{command.version}")
+    return command.model_dump()
+
+
+def release_workflow(version: str = "1", on_expiry: str = "cancel") -> Workflow:
+    def propose(context: DecisionContext) -> Decision:
+        event = context.event
+        assert isinstance(event, ReleaseReady)
+        return Decision(
+            agent="release-bot",
+            rationale="ship it",
+            confidence=0.7,
+            commands=(ProposedCommand(type="deploy", payload=event.model_dump()),),
+        )
+
+    workflow = Workflow(
+        name="release",
+        version=version,
+        approval_timeout=timedelta(hours=4),
+        on_approval_expiry=on_expiry,  # type: ignore[arg-type]
+        policy=Policy(
+            rules=(Rule(id="deploys-need-approval", command="deploy", effect=Effect.REQUIRE_APPROVAL),)
+        ),
+    )
+    workflow.event("ReleaseReady", ReleaseReady, starts=True)
+    workflow.event("Released", Released)
+    workflow.command("deploy", Deploy, tool=deploy)
+    workflow.step(
+        Step(on="ReleaseReady", agent=ScriptedAgent("release-bot", propose), outcome="Released", final=True)
+    )
+    return workflow
+
+
+@pytest.fixture
+def waiting() -> tuple[InMemoryPipeline, Approval]:
+    """A run paused on its approval."""
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(Catalog([release_workflow()]))
+    pipeline.run(
+        raw_body(
+            {
+                "id": "evt-1",
+                "tenant_id": TENANT,
+                "run_id": "run-1",
+                "type": "ReleaseReady",
+                "payload": {"service": "api", "version": "2.0"},
+            },
+            detail_type="ReleaseReady",
+        )
+    )
+    (approval,) = pipeline.store.approvals.values()
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.AWAITING_APPROVAL
+    return pipeline, approval
+
+
+def decide(
+    pipeline: InMemoryPipeline,
+    approval: Approval,
+    approver: Approver = ALICE,
+    *,
+    approve: bool = True,
+    reason: str = "",
+) -> Any:
+    result = pipeline.desk.decide(
+        tenant_id=approval.tenant_id,
+        approval_id=approval.approval_id,
+        approver=approver,
+        approve=approve,
+        reason=reason,
+    )
+    pipeline.follow(result.published)
+    return result
+
+
+def stages(pipeline: InMemoryPipeline) -> list[tuple[str, str]]:
+    return [(entry.stage, entry.outcome.value) for entry in pipeline.store.entries(TENANT, "run-1")]
+
+
+def test_approve_resumes_the_run_to_its_end(waiting: tuple[InMemoryPipeline, Approval]) -> None:
+    pipeline, approval = waiting
+    result = decide(pipeline, approval)
+    assert (result.answer, result.http_status, result.reason) == (Answer.APPROVED, 200, "approved by alice")
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.COMPLETED
+    assert DEPLOYS == ["api@2.0"]
+    assert pipeline.store.approvals[approval.approval_id].decided_by == "alice"
+    assert ("approval", "applied") in stages(pipeline)
+
+
+def test_reject_ends_the_run_denied_with_the_reason(waiting: tuple[InMemoryPipeline, Approval]) -> None:
+    pipeline, approval = waiting
+    result = decide(pipeline, approval, approve=False, reason="not on a Friday")
+    assert result.answer is Answer.REJECTED
+    state = pipeline.store.states[(TENANT, "run-1")]
+    assert (state.status, state.reason) == (Status.DENIED, "rejected by alice: not on a Friday")
+    assert DEPLOYS == []
+
+
+def test_expiry_on_the_clock_cancels_and_a_late_approval_is_refused(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    pipeline.clock.advance(timedelta(hours=4).total_seconds() - 1)
+    assert pipeline.desk.expire_due() == []
+    pipeline.clock.advance(2)
+    (expired,) = pipeline.desk.expire_due()
+    pipeline.follow(expired.published)
+    assert [e.type for e in expired.published] == ["ApprovalExpired", "CommandDenied"]
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
+    late = decide(pipeline, approval)
+    assert (late.answer, late.http_status) == (Answer.EXPIRED, 409)
+    assert DEPLOYS == []
+    assert ("approval-attempt", "stale") in stages(pipeline)
+
+
+def test_expiry_can_escalate_instead() -> None:
+    pipeline = InMemoryPipeline(Catalog([release_workflow(on_expiry="escalate")]))
+    pipeline.run(
+        raw_body(
+            {
+                "id": "evt-2",
+                "tenant_id": TENANT,
+                "run_id": "run-1",
+                "type": "ReleaseReady",
+                "payload": {"service": "api", "version": "2.1"},
+            },
+            detail_type="ReleaseReady",
+        )
+    )
+    pipeline.clock.advance(timedelta(hours=5).total_seconds())
+    (expired,) = pipeline.desk.expire_due()
+    assert [e.type for e in expired.published] == ["ApprovalExpired", "HumanReviewRequired"]
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.PAUSED
+
+
+def test_an_approval_after_the_run_moved_on_is_stale_and_not_applied(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    state = pipeline.store.states[(TENANT, "run-1")]
+    pipeline.store.states[(TENANT, "run-1")] = state.model_copy(
+        update={"status": Status.FAILED, "awaiting_approval": (), "version": state.version + 1}
+    )
+    result = decide(pipeline, approval)
+    assert (result.answer, result.http_status) == (Answer.STALE, 409)
+    assert result.reason == f"the run moved on since the proposal (now FAILED at version {state.version + 1})"
+    assert pipeline.store.approvals[approval.approval_id].status is ApprovalStatus.PENDING
+    assert DEPLOYS == []
+
+
+def test_approving_twice_gives_the_same_answer_and_one_authorization(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    first = decide(pipeline, approval)
+    second = decide(pipeline, approval)
+    assert second.answer is Answer.APPROVED
+    assert second.reason == "already approved by alice"
+    assert [e.id for e in second.published] == [e.id for e in first.published]
+    authorized = {e.id for e in pipeline.bus.published if e.type == "CommandAuthorized"}
+    assert len(authorized) == 1
+    assert DEPLOYS == ["api@2.0"]
+    assert decide(pipeline, approval, approve=False).answer is Answer.CONFLICT
+
+
+@pytest.mark.parametrize(
+    ("approver", "reason"),
+    [
+        (
+            Approver(id="mallory", tenant_id="globex", via="cognito"),
+            "mallory of tenant globex may not decide for tenant acme",
+        ),
+        (
+            Approver(id="release-bot", tenant_id=TENANT, via="iam"),
+            "release-bot proposed this command and may not approve it",
+        ),
+    ],
+)
+def test_another_tenant_or_the_proposer_is_forbidden_and_recorded(
+    waiting: tuple[InMemoryPipeline, Approval], approver: Approver, reason: str
+) -> None:
+    pipeline, approval = waiting
+    result = decide(pipeline, approval, approver)
+    assert (result.answer, result.http_status, result.reason) == (Answer.FORBIDDEN, 403, reason)
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.AWAITING_APPROVAL
+    attempts = [e for e in pipeline.store.entries(TENANT, "run-1") if e.stage == "approval-attempt"]
+    assert [e.summary["reason"] for e in attempts] == [reason]
+    assert DEPLOYS == []
+
+
+def test_a_run_waiting_across_a_new_definition_version_resumes(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    upgraded = InMemoryPipeline(
+        Catalog([release_workflow(version="2")]),
+        store=pipeline.store,
+        clock=pipeline.clock,
+        runner=pipeline.runner,
+    )
+    assert decide(upgraded, approval).answer is Answer.APPROVED
+    state = upgraded.store.states[(TENANT, "run-1")]
+    assert (state.status, state.definition_version) == (Status.COMPLETED, "1")
+    assert DEPLOYS == ["api@2.0"]
