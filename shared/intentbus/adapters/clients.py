@@ -12,9 +12,15 @@ DEFAULT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect
 
 
 class AwsClients:
-    def __init__(self, session: boto3.session.Session | None = None, config: Config = DEFAULT_CONFIG) -> None:
+    def __init__(
+        self,
+        session: boto3.session.Session | None = None,
+        config: Config = DEFAULT_CONFIG,
+        endpoint_url: str | None = None,
+    ) -> None:
         self._session = session
         self._config = config
+        self._endpoint_url = endpoint_url
         self._clients: dict[str, Any] = {}
 
     def client(self, service_name: str) -> Any:
@@ -22,5 +28,7 @@ class AwsClients:
             # One session for every client: each new session reads botocore's endpoint data again.
             if self._session is None:
                 self._session = boto3.session.Session()
-            self._clients[service_name] = self._session.client(service_name, config=self._config)  # type: ignore[call-overload]
+            self._clients[service_name] = self._session.client(
+                service_name, config=self._config, endpoint_url=self._endpoint_url
+            )  # type: ignore[call-overload]
         return self._clients[service_name]

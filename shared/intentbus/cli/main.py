@@ -64,6 +64,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
 
+    approvals = commands.add_parser("approvals", help="pending approvals: list, show, approve, reject")
+    approvals.add_argument(
+        "--table",
+        default=os.environ.get("WORKFLOW_TABLE"),
+        help="the workflow table (default: $WORKFLOW_TABLE; the stack's WorkflowTableName)",
+    )
+    approvals.add_argument(
+        "--bus",
+        default=os.environ.get("EVENT_BUS_NAME"),
+        help="the bus (default: $EVENT_BUS_NAME; the stack's EventBusName)",
+    )
+    approvals.add_argument("--workflows", default=os.environ.get("INTENTBUS_WORKFLOWS", SEED_WORKFLOWS))
+    approvals.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
+    approvals.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
+    approvals.add_argument("--tenant", required=True, help="the tenant whose approvals to act on")
+    approval_commands = approvals.add_subparsers(
+        dest="approvals_command", required=True, parser_class=_Parser
+    )
+    approval_commands.add_parser("list", help="pending approvals, soonest expiry first")
+    for name in ("show", "approve", "reject"):
+        command = approval_commands.add_parser(name, help=f"{name} one approval")
+        command.add_argument("approval_id")
+        if name != "show":
+            command.add_argument("--reason", default="", required=name == "reject")
+
     schema = commands.add_parser("schema", help="JSON Schema of every registered type")
     schema_commands = schema.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
     export = schema_commands.add_parser("export", help="write one <type>.schema.json per type")
@@ -95,6 +120,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "emit":
         return _emit(args)
+    if args.command == "approvals":
+        return _approvals(args)
     from intentbus.cli import local
 
     if args.command == "demo":
@@ -106,6 +133,41 @@ def _dispatch(args: argparse.Namespace) -> int:
         environment=args.environment,
         seed_demo=args.seed_demo,
     )
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from intentbus.cli import approvals
+
+    target = approvals.Target(
+        table=args.table,
+        bus=args.bus,
+        workflows=args.workflows,
+        environment=args.environment,
+        endpoint_url=args.endpoint_url,
+    )
+    desk, clients = approvals.desk(target)
+    if args.approvals_command == "list":
+        pending = desk.pending(args.tenant)
+        for approval in pending:
+            print(approvals.summary(approval))
+        print(f"{len(pending)} pending approval(s) for {args.tenant}")
+        return 0
+    if args.approvals_command == "show":
+        found = desk.show(args.tenant, args.approval_id)
+        if found is None:
+            print(f"intentbus: no approval {args.approval_id} for tenant {args.tenant}", file=sys.stderr)
+            return 1
+        print(approvals.detail(found))
+        return 0
+    result = desk.decide(
+        tenant_id=args.tenant,
+        approval_id=args.approval_id,
+        approver=approvals.caller(clients, args.tenant),
+        approve=args.approvals_command == "approve",
+        reason=args.reason,
+    )
+    print(approvals.answer_line(result))
+    return 0 if result.http_status == 200 else 1
 
 
 def _emit(args: argparse.Namespace) -> int:
