@@ -12,6 +12,11 @@ property, the smallest honest fix is applied from the template itself, after the
   (moto never expires items by TTL anyway: code filters expired items, as on AWS.)
 - ``AWS::Events::EventBus`` has no physical id and no Ref in moto (``!Ref Bus`` crashes it), so the
   deployed copy gains one output per bus, ``!GetAtt <Bus>.Name`` / ``.Arn``, to read its name back.
+- ``AWS::Cognito::UserPool`` / ``UserPoolClient`` are not in moto's CloudFormation: they are created
+  through moto's Cognito API from the template's own properties (see direct_resources.py).
+- ``AWS::ApiGateway::Deployment`` / ``Stage``: moto's CloudFormation creates a RestApi without
+  importing its Body, so a deployment of it fails; they are left out and the local cloud serves the
+  API from the template's Api events itself (http_front.py).
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
   them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
@@ -32,10 +37,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from intentbus_local.clients import Clients
+from intentbus_local.direct_resources import create_direct
 from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
 from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topology
 
 _BUS_OUTPUT = "LocalCloud{logical_id}{attribute}"
+_UNDEPLOYABLE_API_TYPES = ("AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage")
 _POLL_INTERVAL = 0.05
 
 
@@ -67,6 +74,7 @@ def provision(
         warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")
         upload_artifacts(clients, template)
         body = deployable(template.cloudformation)
+        create_direct(clients, body)
         clients.cloudformation().create_stack(
             StackName=stack_name,
             TemplateBody=json.dumps(body),
@@ -98,6 +106,10 @@ def _placeholder_zip(logical_id: str) -> bytes:
 def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
     body = copy.deepcopy(dict(cloudformation))
     outputs = body.setdefault("Outputs", {})
+    # moto creates a RestApi without importing its Body, so its Deployment fails ("no methods"): the
+    # local cloud serves the API itself (http_front.py), from the template's Api events.
+    for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNDEPLOYABLE_API_TYPES]:
+        del body["Resources"][logical_id]
     for logical_id, resource in body["Resources"].items():
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":
             resource["Properties"]["Enabled"] = False

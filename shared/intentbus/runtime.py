@@ -15,6 +15,7 @@ from intentbus.config import Settings
 from intentbus.stages.common import StageDeps
 
 if TYPE_CHECKING:
+    from intentbus.approvals import ApprovalDesk
     from intentbus.stages.authorize import AuthorizeStage
     from intentbus.stages.decide import DecideStage
     from intentbus.stages.execute import ExecuteStage
@@ -77,3 +78,9 @@ def record_stage(runtime: Runtime) -> RecordStage:
     from intentbus.stages.record import RecordStage
 
     return RecordStage(runtime.deps, runtime.store)
+
+
+def approval_desk(runtime: Runtime) -> ApprovalDesk:
+    from intentbus.approvals import ApprovalDesk
+
+    return ApprovalDesk(runtime.deps, runtime.store)

@@ -42,10 +42,15 @@ def measure_incident() -> tuple[dict[str, StageCalls], int]:
     log = CallLog()
     records: Counter[str] = Counter()
     with LocalCloud(mode="inprocess") as cloud:
-        names = {info.name: STAGE_OF_FUNCTION[logical] for logical, info in cloud.topology.functions.items()}
+        names = {
+            info.name: STAGE_OF_FUNCTION[logical]
+            for logical, info in cloud.topology.functions.items()
+            if logical in STAGE_OF_FUNCTION
+        }
 
         def observe(invocation: Invocation) -> None:
-            records[STAGE_OF_FUNCTION[invocation.function_logical_id]] += len(invocation.event["Records"])
+            if invocation.function_logical_id in STAGE_OF_FUNCTION:
+                records[STAGE_OF_FUNCTION[invocation.function_logical_id]] += len(invocation.event["Records"])
 
         cloud.add_observer(observe)
         seed.seed_service(cloud.clients)

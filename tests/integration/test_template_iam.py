@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from intentbus_local import seed
+from intentbus_local.api_events import rest_request, scheduled_event
 from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import Call, CallLog, recording
 
@@ -59,6 +60,25 @@ def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
                 ]
             )
             cloud.run_until_idle(max_invocations=200)
+            cloud.invoke(
+                "ExpireApprovalsFunction",
+                scheduled_event(
+                    "arn:aws:events:us-east-1:123456789012:rule/sweep",
+                    now=cloud.clock.now(),
+                    region="us-east-1",
+                    account_id=cloud.topology.account_id,
+                ),
+            )
+            listing = rest_request(
+                method="GET",
+                path="/tenants/acme/approvals",
+                resource="/tenants/{tenant}/approvals",
+                path_parameters={"tenant": "acme"},
+                stage="v1",
+                now=cloud.clock.now(),
+                claims={"email": "ann@example.com", "custom:tenant_id": "acme"},
+            )
+            assert cloud.invoke("ApprovalsFunction", listing).response["statusCode"] == 200
         assert seed.desired_count(cloud.clients) == 4
         yield cloud, log
 

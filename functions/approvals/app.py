@@ -1,0 +1,29 @@
+"""The approvals API's Lambda entry: Powertools Event Handler over the approval desk."""
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from intentbus.approvals import ApprovalDesk
+from intentbus.approvals_api import build
+from intentbus.runtime import Runtime, approval_desk
+
+logger = Logger()
+tracer = Tracer()
+
+
+@cache
+def desk() -> ApprovalDesk:
+    return approval_desk(Runtime.from_env())
+
+
+app = build(desk)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,37 @@
+"""The expiry sweep's Lambda entry: a scheduled rule turns lapsed approvals into ApprovalExpired."""
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from intentbus.approvals import ApprovalDesk
+from intentbus.runtime import Runtime, approval_desk
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+@cache
+def desk() -> ApprovalDesk:
+    return approval_desk(Runtime.from_env())
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+    expired = desk().expire_due()
+    metrics.add_metric(name="approvals_expired", unit=MetricUnit.Count, value=len(expired))
+    for result in expired:
+        logger.info(
+            "approval expired",
+            extra={
+                "approval_id": result.approval.approval_id if result.approval else None,
+                "reason": result.reason,
+            },
+        )
+    return {"expired": len(expired)}

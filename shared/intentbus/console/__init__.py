@@ -1,0 +1,1 @@
+"""The approvals console: one static page served by the approvals API."""
