@@ -1,0 +1,142 @@
+"""The approvals API and console over HTTP on the local cloud; expiry on its virtual clock."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.state import Status
+from intentbus.workflows.incident import workflow as incident
+from intentbus_local import seed
+from intentbus_local.cloud import LocalCloud
+from intentbus_local.http_front import HttpFront, LocalUser
+from intentbus_local.schedules import Schedules
+
+TENANT = "org_enterprise_alpha"
+
+
+@pytest.fixture
+def waiting(tmp_path: Path) -> Iterator[tuple[LocalCloud, DynamoWorkflowStore]]:
+    with LocalCloud(
+        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
+    ) as cloud:
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = seed.latency_event(environment="production")
+        cloud.put_events(
+            [{"Source": "monitoring.example", "DetailType": event["type"], "Detail": json.dumps(event)}]
+        )
+        cloud.run_until_idle(max_invocations=100)
+        yield cloud, DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+
+
+def front(cloud: LocalCloud, user: LocalUser) -> HttpFront:
+    return HttpFront(
+        cloud.template, lambda fn, event: cloud.invoke(fn, event).response, user, cloud.clock.now
+    )
+
+
+def call(url: str, method: str = "GET", body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as error:
+        raw, status = error.read().decode(), error.code
+    try:
+        return status, json.loads(raw)
+    except json.JSONDecodeError:
+        return status, raw
+
+
+def test_a_person_approves_over_the_api_and_the_run_completes(
+    waiting: tuple[LocalCloud, DynamoWorkflowStore],
+) -> None:
+    cloud, store = waiting
+    api = front(cloud, LocalUser(email="ann@example.com", tenant_id=TENANT))
+    try:
+        base = f"{api.url}/v1/tenants/{TENANT}/approvals"
+        status, page = call(f"{api.url}/v1/console?tenant={TENANT}")
+        assert status == 200
+        assert "Pending approvals" in page
+        status, listing = call(base)
+        assert status == 200
+        (pending,) = listing["approvals"]
+        assert pending["command"]["type"] == "scale_service"
+        assert pending["evidence"]["rationale"].startswith("scale checkout-api from 2 to 4")
+        status, answer = call(f"{base}/{pending['approval_id']}/approve", "POST", {"reason": "looks right"})
+        assert (status, answer["answer"]) == (200, "approved")
+        assert answer["approval"]["decided_by"] == "ann@example.com"
+        cloud.run_until_idle(max_invocations=100)
+        status, again = call(f"{base}/{pending['approval_id']}/approve", "POST", {})
+        assert (status, again["reason"]) == (200, "already approved by ann@example.com")
+    finally:
+        api.close()
+    (run,) = store.runs(TENANT)
+    assert run.status is Status.COMPLETED
+    assert seed.desired_count(cloud.clients) == 4
+
+
+def test_another_tenants_person_is_refused_with_403(waiting: tuple[LocalCloud, DynamoWorkflowStore]) -> None:
+    cloud, store = waiting
+    (approval,) = store.pending_approvals(TENANT)
+    api = front(cloud, LocalUser(email="eve@globex.example", tenant_id="globex"))
+    try:
+        status, answer = call(
+            f"{api.url}/v1/tenants/{TENANT}/approvals/{approval.approval_id}/approve", "POST", {}
+        )
+    finally:
+        api.close()
+    assert (status, answer["answer"]) == (403, "forbidden")
+    assert answer["reason"] == f"eve@globex.example of tenant globex may not decide for tenant {TENANT}"
+    (run,) = store.runs(TENANT)
+    assert run.status is Status.AWAITING_APPROVAL
+    attempts = [e for e in store.entries(TENANT, run.run_id) if e.stage == "approval-attempt"]
+    assert [e.summary["answer"] for e in attempts] == ["forbidden"]
+
+
+def test_expiry_fires_on_the_virtual_clock_and_a_late_approval_gets_409(
+    waiting: tuple[LocalCloud, DynamoWorkflowStore],
+) -> None:
+    cloud, store = waiting
+    (approval,) = store.pending_approvals(TENANT)
+    schedules = Schedules.from_template(
+        cloud.template,
+        cloud.invoke,
+        now=cloud.clock.now(),
+        region="us-east-1",
+        account_id=cloud.topology.account_id,
+    )
+    cloud.clock.advance(incident.approval_timeout.total_seconds() - 60)
+    schedules.fire_due(cloud.clock.now())
+    assert store.pending_approvals(TENANT) != []
+    cloud.clock.advance(timedelta(minutes=2).total_seconds())
+    assert schedules.fire_due(cloud.clock.now()) == 1
+    cloud.run_until_idle(max_invocations=100)
+
+    (run,) = store.runs(TENANT)
+    assert (run.status, run.reason) == (
+        Status.DENIED,
+        f"no decision before {approval.expires_at.isoformat()}",
+    )
+    api = front(cloud, LocalUser(email="ann@example.com", tenant_id=TENANT))
+    try:
+        status, answer = call(
+            f"{api.url}/v1/tenants/{TENANT}/approvals/{approval.approval_id}/approve", "POST", {}
+        )
+    finally:
+        api.close()
+    assert (status, answer["answer"]) == (409, "expired")
+    assert seed.desired_count(cloud.clients) == 2
