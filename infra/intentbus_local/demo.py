@@ -1,10 +1,18 @@
-"""``make demo``: the incident workflow on the local cloud, from a latency alert to a scaled service."""
+"""``make demo``: the incident workflow on the local cloud, from a latency alert to a scaled service.
+
+In ``production`` the scale-up waits for a person: the demo serves the approvals console locally,
+prints its URL and asks (in a terminal), or takes ``--approve`` / ``--reject``; with neither a
+terminal nor a flag it approves by itself and says so.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.cli.timeline import render
@@ -13,6 +21,10 @@ from intentbus.state import Status, WorkflowState
 from intentbus_local import seed
 from intentbus_local.backend import Mode
 from intentbus_local.cloud import LocalCloud, RunSummary
+from intentbus_local.http_front import HttpFront, LocalUser
+
+Decision = Literal["approve", "reject"]
+OPERATOR = "operator@example.com"
 
 
 @dataclass(frozen=True)
@@ -22,17 +34,26 @@ class DemoResult:
     desired_before: int
     desired_after: int
     summary: RunSummary
+    decision: Decision | None
 
     @property
     def succeeded(self) -> bool:
-        return (
-            self.state is not None
-            and self.state.status is Status.COMPLETED
-            and self.desired_after > self.desired_before
-        )
+        if self.state is None:
+            return False
+        if self.decision == "reject":
+            return self.state.status is Status.DENIED and self.desired_after == self.desired_before
+        return self.state.status is Status.COMPLETED and self.desired_after > self.desired_before
 
 
-def run(*, mode: Mode = "server", environment: str = "dev", say: Callable[[str], None] = print) -> DemoResult:
+def run(
+    *,
+    mode: Mode = "server",
+    environment: str = "production",
+    decision: Decision | None = None,
+    ask: Callable[[str], str] | None = None,
+    say: Callable[[str], None] = print,
+) -> DemoResult:
+    """``ask`` prompts a person (None: no terminal); ``decision`` answers for them."""
     with LocalCloud(mode=mode, parameters={"Environment": environment}) as cloud:
         where = cloud.endpoint_url or "moto in this process"
         say(
@@ -47,21 +68,88 @@ def run(*, mode: Mode = "server", environment: str = "dev", say: Callable[[str],
         cloud.put_events(
             [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
         )
-        say(f"emitted ServiceLatencyIncreased (p99 {event['payload']['p99_ms']:g} ms) to the bus")
+        say(
+            f"emitted ServiceLatencyIncreased in {environment} (p99 {event['payload']['p99_ms']:g} ms)"
+        )
         summary = cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
         store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
-        runs = store.runs(event["tenant_id"])
+        tenant = str(event["tenant_id"])
+        taken: Decision | None = None
+        pending = store.pending_approvals(tenant)
+        if pending:
+            taken = _decide(
+                cloud, tenant=tenant, approval_id=pending[0].approval_id, decision=decision, ask=ask, say=say
+            )
+            cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
+        runs = store.runs(tenant)
         state = runs[0] if runs else None
-        entries = store.entries(event["tenant_id"], state.run_id) if state else []
+        entries = store.entries(tenant, state.run_id) if state else []
         after = seed.desired_count(cloud.clients)
         say("")
         say(render(entries))
         say("")
         say(
-            f"{summary.total_invocations} Lambda invocations in {summary.wall_seconds:.1f} s; "
             f"run {state.run_id if state else '?'}: {state.status.value if state else 'not found'}"
+            + (f" ({state.reason})" if state and state.reason else "")
         )
         say(f"ECS {seed.CLUSTER}/{seed.SERVICE} desired count: {before} -> {after}")
         return DemoResult(
-            state=state, entries=entries, desired_before=before, desired_after=after, summary=summary
+            state=state,
+            entries=entries,
+            desired_before=before,
+            desired_after=after,
+            summary=summary,
+            decision=taken,
         )
+
+
+def _decide(
+    cloud: LocalCloud,
+    *,
+    tenant: str,
+    approval_id: str,
+    decision: Decision | None,
+    ask: Callable[[str], str] | None,
+    say: Callable[[str], None],
+) -> Decision:
+    front = HttpFront(
+        cloud.template,
+        lambda fn, event: cloud.invoke(fn, event).response,
+        LocalUser(email=OPERATOR, tenant_id=tenant),
+        cloud.clock.now,
+    )
+    try:
+        say("")
+        say(f"the production scale-up waits for a person: {front.url}/v1/console?tenant={tenant}")
+        if decision is None and ask is not None:
+            decision = _prompt(ask)
+        elif decision is None:
+            decision = "approve"
+            say("no terminal and no --approve/--reject: approving by itself")
+        reason = "approved in the demo" if decision == "approve" else "rejected in the demo"
+        url = f"{front.url}/v1/tenants/{tenant}/approvals/{approval_id}/{decision}"
+        request = urllib.request.Request(
+            url,
+            data=json.dumps({"reason": reason}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        say(f"{OPERATOR}: {answer['answer']} ({answer['reason']})")
+        return decision
+    finally:
+        front.close()
+
+
+def _prompt(ask: Callable[[str], str]) -> Decision:
+    while True:
+        reply = ask("approve or reject the scale-up? [a/r] ").strip().lower()
+        if reply in ("a", "approve"):
+            return "approve"
+        if reply in ("r", "reject"):
+            return "reject"
+
+
+def terminal_prompt() -> Callable[[str], str] | None:
+    return input if sys.stdin.isatty() and sys.stdout.isatty() else None

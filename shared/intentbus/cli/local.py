@@ -9,10 +9,10 @@ from typing import Literal
 Mode = Literal["server", "inprocess"]
 
 
-def demo(*, mode: Mode) -> int:
-    from intentbus_local.demo import run
+def demo(*, mode: Mode, environment: str, decision: Literal["approve", "reject"] | None) -> int:
+    from intentbus_local.demo import run, terminal_prompt
 
-    result = run(mode=mode)
+    result = run(mode=mode, environment=environment, decision=decision, ask=terminal_prompt())
     if not result.succeeded:
         print("demo: the run did not complete as expected")
         return 1

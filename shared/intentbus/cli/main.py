@@ -34,6 +34,27 @@ def _parser() -> argparse.ArgumentParser:
         default="server",
         help="moto as a local server on 127.0.0.1 (default) or inside this process",
     )
+    demo.add_argument(
+        "--environment",
+        choices=("production", "dev"),
+        default="production",
+        help="production (default) waits for an approval before scaling; dev does not",
+    )
+    decision = demo.add_mutually_exclusive_group()
+    decision.add_argument(
+        "--approve",
+        dest="decision",
+        action="store_const",
+        const="approve",
+        help="approve the scale-up without asking",
+    )
+    decision.add_argument(
+        "--reject",
+        dest="decision",
+        action="store_const",
+        const="reject",
+        help="reject the scale-up without asking",
+    )
 
     local = commands.add_parser("local", help="the local cloud: template.yaml on moto")
     local_commands = local.add_subparsers(dest="local_command", required=True, parser_class=_Parser)
@@ -125,7 +146,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from intentbus.cli import local
 
     if args.command == "demo":
-        return local.demo(mode=args.mode)
+        return local.demo(mode=args.mode, environment=args.environment, decision=args.decision)
     return local.run_events(
         args.events,
         report=args.report,

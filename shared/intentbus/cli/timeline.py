@@ -20,6 +20,9 @@ class Row:
     published: str
 
 
+_EXECUTE_FACTS = ("CommandExecuted", "CommandFailed", "CommandOutcomeUnknown")
+
+
 @dataclass(frozen=True)
 class _Event:
     at: datetime
@@ -35,7 +38,7 @@ def _events(entries: Sequence[LogEntry]) -> list[_Event]:
     events: list[_Event] = []
     for entry in entries:
         published = ", ".join(output.type for output in entry.outputs) or "-"
-        if entry.stage == "record" and "outcome_at" in entry.summary:
+        if entry.stage == "record" and entry.input_type in _EXECUTE_FACTS and "outcome_at" in entry.summary:
             command = str(entry.summary.get("command_type", "?"))
             events.append(
                 _Event(
