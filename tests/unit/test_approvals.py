@@ -25,7 +25,7 @@ from intentbus.journal import Approval, ApprovalStatus
 from intentbus.policy import Effect, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.state import Status
-from tests.fakes import raw_body
+from tests.fakes import bus_body, raw_body
 from tests.harness import InMemoryPipeline
 
 DEPLOYS: list[str] = []
@@ -253,3 +253,34 @@ def test_a_run_waiting_across_a_new_definition_version_resumes(
     state = upgraded.store.states[(TENANT, "run-1")]
     assert (state.status, state.definition_version) == (Status.COMPLETED, "1")
     assert DEPLOYS == ["api@2.0"]
+
+
+def test_an_approval_before_its_request_was_published_is_applied_once() -> None:
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(Catalog([release_workflow()]))
+    accepted = pipeline.deliver(
+        "validate",
+        raw_body(
+            {
+                "id": "evt-3",
+                "tenant_id": TENANT,
+                "run_id": "run-1",
+                "type": "ReleaseReady",
+                "payload": {"service": "api", "version": "3.0"},
+            },
+            detail_type="ReleaseReady",
+        ),
+    ).published
+    (proposed,) = pipeline.deliver("decide", bus_body(accepted[0])).published
+    pipeline.bus.fail_next = (
+        1  # authorize records the approval, then dies before HumanApprovalRequired is out
+    )
+    with pytest.raises(ConnectionError):
+        pipeline.deliver("authorize", bus_body(proposed))
+    (approval,) = pipeline.store.approvals.values()
+
+    assert decide(pipeline, approval).answer is Answer.APPROVED
+    redelivered = pipeline.deliver("authorize", bus_body(proposed))
+    assert [e.type for e in redelivered.published] == ["HumanApprovalRequired"]
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.COMPLETED
+    assert DEPLOYS == ["api@3.0"]
