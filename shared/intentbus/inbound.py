@@ -7,6 +7,7 @@ recognised as one: ``id`` from the content, ``run_id`` and ``trace_id`` from the
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
@@ -32,18 +33,60 @@ _CLOUDEVENTS_EXTENSIONS = {
 }
 _CLOUDEVENTS_IGNORED = {"datacontenttype", "dataschema", "traceparent", "tracestate"}
 MAX_BODY_BYTES = 256 * 1024
+MAX_DEPTH = 64
+"""Deeper JSON is refused: pydantic's serializer stops at 255 levels, and no event needs 64."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise ValueError(f"{text} is not a JSON number")
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 def parse_bus_event(body: str) -> EventBridgeModel:
     """An SQS body delivered by an EventBridge rule, or a clear reason why it is not one."""
-    if len(body.encode()) > MAX_BODY_BYTES:
-        raise MalformedInput(f"body is {len(body.encode())} bytes, over the 256 KB an event may have")
     try:
-        raw = json.loads(body)
-    except (json.JSONDecodeError, RecursionError) as error:
+        size = len(body.encode())
+    except UnicodeEncodeError:
+        raise MalformedInput("body holds an unpaired surrogate, which is not text") from None
+    if size > MAX_BODY_BYTES:
+        raise MalformedInput(f"body is {size} bytes, over the 256 KB an event may have")
+    try:
+        raw = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
+    except RecursionError:
+        raise MalformedInput(f"body is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as error:  # JSONDecodeError, a non-finite number, an integer of over 4,300 digits
         raise MalformedInput(f"body is not JSON: {error}") from None
     if not isinstance(raw, dict):
         raise MalformedInput(f"body is a JSON {type(raw).__name__}, not an EventBridge event object")
+    if _too_deep(raw):
+        raise MalformedInput(f"body is nested deeper than {MAX_DEPTH} levels")
+    try:
+        json.dumps(raw, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise MalformedInput(
+            "body holds an unpaired surrogate escape (such as \\ud800), which is not text"
+        ) from None
+    if "detail" in raw and not isinstance(raw["detail"], dict):
+        raise MalformedInput("detail is not a JSON object", field="detail")
     try:
         return EventBridgeModel.model_validate(raw)
     except ValidationError as error:
@@ -55,7 +98,10 @@ def _from_cloudevents(detail: dict[str, Any]) -> dict[str, Any]:
     for key, value in detail.items():
         if key in _CLOUDEVENTS_IGNORED:
             continue
-        fields[_CLOUDEVENTS_EXTENSIONS.get(key, key)] = value
+        name = _CLOUDEVENTS_EXTENSIONS.get(key, key)
+        if name in fields and fields[name] != value:
+            raise MalformedInput(f"{key} and {name} disagree: send one", field=key)
+        fields[name] = value
     if "data_base64" in fields:
         raise MalformedInput("data_base64 is not supported: send the payload as JSON in data", field="data")
     return fields
@@ -85,7 +131,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         raise MalformedInput(
             f"type {type_name!r} is a pipeline fact; only the pipeline publishes it", field="type"
         )
-    if bus_event.source == PIPELINE_SOURCE:
+    if PIPELINE_SOURCE in (bus_event.source, fields.get("source")):
         raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
     declared_kind = fields.setdefault("kind", spec.kind.value)
     if declared_kind != spec.kind.value:

@@ -25,6 +25,7 @@ from intentbus.stages.common import (
     publish,
     quarantined,
     read_fact,
+    typed_payload,
 )
 from intentbus.state import Status, WorkflowState, begin_step, new_run
 
@@ -71,7 +72,10 @@ class AuthorizeStage(Stage):
             return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
         workflow = self.deps.catalog.owner(command.type)
         if workflow is None or command.type not in workflow.commands:
-            raise MalformedInput(f"no workflow declares the command {command.type!r}", field="command.type")
+            raise MalformedInput(
+                f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
+            )
+        typed_payload(workflow.commands[command.type].model, command, "detail.payload.command")
         now = self.deps.clock.now()
         state, is_new = self._run_for(snapshot.state, command, workflow, now)
         if state is None:

@@ -67,15 +67,26 @@ def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
         )
     try:
         envelope = Envelope.model_validate(bus_event.detail)
-        payload = models[bus_event.detail_type].model_validate(envelope.payload)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, prefix="detail.") from None
+    try:
+        payload = models[bus_event.detail_type].model_validate(envelope.payload)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error, prefix="detail.payload.") from None
     if envelope.type != bus_event.detail_type:
         raise MalformedInput(
             f"detail-type {bus_event.detail_type!r} does not match the envelope's type {envelope.type!r}",
             field="type",
         )
     return Fact(envelope=envelope, payload=payload)
+
+
+def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -> BaseModel:
+    """The envelope's payload as its registered type; a payload that does not fit is malformed."""
+    try:
+        return spec_model.model_validate(envelope.payload)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error, prefix=f"{where}.payload.") from None
 
 
 def quarantined(

@@ -26,6 +26,7 @@ from intentbus.stages.common import (
     publish,
     quarantined,
     read_fact,
+    typed_payload,
 )
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 
@@ -98,7 +99,13 @@ class DecideStage(Stage):
             return publish(self.deps, Outcome.DUPLICATE, accepted, snapshot.entry.outputs)
         workflow = self.deps.catalog.owner(event.type)
         if workflow is None:
-            raise MalformedInput(f"no workflow declares {event.type!r}", field="type")
+            raise MalformedInput(f"no workflow declares {event.type!r}", field="detail.payload.event.type")
+        if event.kind is not Kind.EVENT or event.type not in workflow.events:
+            raise MalformedInput(
+                f"{event.type!r} ({event.kind.value}) is not an event to decide on",
+                field="detail.payload.event.kind",
+            )
+        typed_payload(workflow.events[event.type].model, event, "detail.payload.event")
         now = self.deps.clock.now()
         state = snapshot.state
         step = workflow.steps.get(event.type)

@@ -13,6 +13,7 @@ from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.journal import Outcome
+from intentbus.policy import Effect
 from intentbus.ports import IdempotentRunner
 from intentbus.registry import Payload
 from intentbus.stages.common import Stage, StageDeps, StageResult, publish, quarantined, read_fact
@@ -33,6 +34,12 @@ class ExecuteStage(Stage):
         try:
             fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized})
             command = fact.payload.command
+            if fact.payload.verdict.effect is not Effect.ALLOW or command.kind is not Kind.COMMAND:
+                raise MalformedInput(
+                    f"CommandAuthorized for a {command.kind.value} "
+                    f"with a {fact.payload.verdict.effect.value} verdict",
+                    field="detail.payload.verdict",
+                )
             spec = self.deps.catalog.command(command.type)
             if spec is None or command.idempotency_key is None:
                 raise MalformedInput(

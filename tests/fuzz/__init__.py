@@ -1,0 +1,1 @@
+"""Property-based fuzz tests of the promise on malformed input (hypothesis)."""
