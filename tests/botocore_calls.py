@@ -2,15 +2,18 @@
 
 The local cloud's runtime sets ``AWS_LAMBDA_FUNCTION_NAME`` while a handler runs, so calls are
 told apart from the test's own. Every boto3 client, whichever session made it, sends through
-``BaseClient._make_api_call``; wrapping it also lets a test inject a failure on chosen calls.
+``BaseClient._make_api_call``; wrapping it also lets a test inject a failure on chosen calls
+(``faults``: raise instead of calling) or wrap them (``interceptors``: call with other parameters,
+raise after the call took effect, answer something else; see intentbus_local.faults).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.client import BaseClient
@@ -29,6 +32,12 @@ class Call:
 Fault = Callable[[Call], Exception | None]
 """Returns the exception to raise instead of making the call, or None to let it through."""
 
+Proceed = Callable[[dict[str, Any]], Any]
+"""Makes the call (through the interceptors further in) with these parameters; returns the response."""
+
+Interceptor = Callable[[Call, Proceed], Any]
+"""Wraps a call: returns the response the caller sees, or raises. The first one is the outermost."""
+
 
 @dataclass
 class CallLog:
@@ -42,22 +51,36 @@ class CallLog:
 
 
 @contextmanager
-def recording(log: CallLog, faults: tuple[Fault, ...] = ()) -> Iterator[CallLog]:
+def recording(
+    log: CallLog, faults: tuple[Fault, ...] = (), interceptors: tuple[Interceptor, ...] = ()
+) -> Iterator[CallLog]:
     original = vars(BaseClient)[_HOOKED]
 
     def recorded(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
         function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
-        if function:
-            call = Call(function, client.meta.service_model.service_name, operation, params)
-            log.calls.append(call)
-            for fault in faults:
-                error = fault(call)
-                if error is not None:
-                    raise error
-        return original(client, operation, params)
+        if not function:
+            return original(client, operation, params)
+        call = Call(function, client.meta.service_model.service_name, operation, params)
+        log.calls.append(call)
+        for fault in faults:
+            error = fault(call)
+            if error is not None:
+                raise error
+        return _chain(call, interceptors, lambda p: original(client, operation, p))(params)
 
     setattr(BaseClient, _HOOKED, recorded)
     try:
         yield log
     finally:
         setattr(BaseClient, _HOOKED, original)
+
+
+def _chain(call: Call, interceptors: tuple[Interceptor, ...], innermost: Proceed) -> Proceed:
+    proceed = innermost
+    for interceptor in reversed(interceptors):
+        proceed = functools.partial(_intercepted, interceptor, call, proceed)
+    return proceed
+
+
+def _intercepted(interceptor: Interceptor, call: Call, proceed: Proceed, params: dict[str, Any]) -> Any:
+    return interceptor(replace(call, params=params), proceed)

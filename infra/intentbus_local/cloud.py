@@ -264,14 +264,12 @@ class LocalCloud:
         for mapping in self.topology.mappings:
             if summary.total_invocations >= max_invocations:
                 break
-            result = poller.poll(mapping)
-            if result is None:
-                continue
-            progressed = True
-            summary.invocations[mapping.function_logical_id] += 1
-            summary.messages_processed += len(result.succeeded)
-            summary.messages_failed += len(result.failed)
-            self._notify(result.invocation)
+            for result in poller.deliveries(mapping):
+                progressed = True
+                summary.invocations[mapping.function_logical_id] += 1
+                summary.messages_processed += len(result.succeeded)
+                summary.messages_failed += len(result.failed)
+                self._notify(result.invocation)
         return progressed
 
     def _stage_queues_empty(self) -> bool:

@@ -8,7 +8,11 @@ Because the overlay is process-global, invocations run one at a time.
 
 Fidelity limits: library modules (``intentbus.*``) are shared by all functions of the process, unlike
 separate Lambda sandboxes; a handler running past its Timeout is not stopped, but its invocation is
-reported as timed out (the batch fails, as on AWS) once it returns.
+reported as timed out (the batch fails, as on AWS) once it returns. Past its Timeout means on the wall
+clock or on the local clock: virtual time skipped while it ran counts (see faults.overrun).
+
+A handler that raises ``InvocationCrash`` plays its sandbox dying at that point: no response, so the
+whole batch fails and SQS redelivers it. The warm container is kept (module state survives).
 """
 
 from __future__ import annotations
@@ -40,6 +44,14 @@ _UNSET_DURING_INVOCATION = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 
 class FunctionTimeoutError(RuntimeError):
     pass
+
+
+class InvocationCrash(BaseException):
+    """Raised inside a handler to play its process dying right there (see intentbus_local.faults).
+
+    A BaseException, so neither Powertools' BatchProcessor nor any ``except Exception`` in the handler
+    catches it: whatever the handler already did stays done, and it returns no response.
+    """
 
 
 class FakeLambdaContext:
@@ -79,6 +91,10 @@ class Invocation:
     def failed(self) -> bool:
         return self.error is not None
 
+    @property
+    def crashed(self) -> bool:
+        return isinstance(self.error, InvocationCrash)
+
 
 class LambdaRuntime:
     def __init__(
@@ -112,13 +128,14 @@ class LambdaRuntime:
             try:
                 handler = self._handler(function)
                 response = handler(event, FakeLambdaContext(function, self._clock, request_id))
-            except Exception as exc:
+            except (Exception, InvocationCrash) as exc:
                 error = exc
                 print(f"[ERROR] {type(exc).__name__}: {exc}", file=log)
                 traceback.print_exc(file=log)
             duration = time.monotonic() - started
-            if error is None and duration > function.timeout:
-                error = FunctionTimeoutError(f"Task timed out after {duration:.2f} seconds")
+            ran_for = max(duration, self._clock.now() - started_at)
+            if error is None and ran_for > function.timeout:
+                error = FunctionTimeoutError(f"Task timed out after {ran_for:.2f} seconds")
                 print(f"{request_id} {error}", file=log)
             print(f"END RequestId: {request_id}", file=log)
             print(f"REPORT RequestId: {request_id}\tDuration: {duration * 1000:.2f} ms", file=log)

@@ -9,13 +9,17 @@ a message's visibility itself is not seen here: the poller assumes the queue's t
 
 Batches are whatever is receivable when the poller looks (up to BatchSize): it does not wait out
 MaximumBatchingWindowInSeconds, and it runs one batch per mapping at a time (no concurrency scaling).
+
+``Poller.faults`` (None by default) is a test seam for delivery faults (see intentbus_local.faults): it
+may split and reorder what one receive got, send extra copies, and let a batch's visibility timeout
+lapse before its delete, so the same messages reach a second invocation first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
@@ -26,6 +30,10 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 SQS_MAX_RECEIVE = 10
+_STALE_RECEIPT = "ReceiptHandleIsInvalid"
+
+Message = dict[str, Any]
+"""One message as ReceiveMessage returns it."""
 
 
 class BatchResponseError(RuntimeError):
@@ -39,6 +47,16 @@ class BatchResult:
     succeeded: tuple[str, ...]
     failed: tuple[str, ...]
     response_error: BatchResponseError | None = None
+
+
+class DeliveryFaults(Protocol):
+    def batches(self, mapping: MappingInfo, messages: list[Message]) -> list[list[Message]]:
+        """The batches to invoke, in order, for what one receive got: every message in exactly one."""
+        ...
+
+    def lapses(self, mapping: MappingInfo, invocation: Invocation) -> bool:
+        """Whether the batch's visibility timeout lapses before the poller deletes it."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,40 +82,68 @@ class Poller:
         self._region = region
         self._account_id = account_id
         self._pending: dict[tuple[str, str], _Pending] = {}
+        self.faults: DeliveryFaults | None = None
 
     def poll(self, mapping: MappingInfo) -> BatchResult | None:
         """One batch through the mapping's function; None when nothing was receivable."""
+        results = self.deliveries(mapping)
+        return results[0] if results else None
+
+    def deliveries(self, mapping: MappingInfo) -> list[BatchResult]:
+        """What one receive became: one batch, or under delivery faults possibly several invocations."""
         received_at = self._clock.now()
         messages = self.receive_batch(mapping)
         if not messages:
-            return None
+            return []
         for message in messages:
             self._pending.pop((mapping.queue.url, message["MessageId"]), None)
+        batches = [messages] if self.faults is None else self.faults.batches(mapping, messages)
+        results: list[BatchResult] = []
+        for batch in batches:
+            results.extend(self._deliver(mapping, batch, received_at))
+        return results
+
+    def _deliver(
+        self, mapping: MappingInfo, messages: list[Message], received_at: float
+    ) -> list[BatchResult]:
         event = lambda_sqs_event(
             messages, queue_arn=mapping.queue.arn, region=self._region, account_id=self._account_id
         )
         invocation = self._runtime.invoke(mapping.function_logical_id, event)
         ids = [m["MessageId"] for m in messages]
-        failed_ids, response_error = self._failed_ids(mapping, invocation, ids)
         by_id = {m["MessageId"]: m for m in messages}
-        self._delete(mapping.queue.url, [by_id[i]["ReceiptHandle"] for i in ids if i not in failed_ids])
-        for message_id in failed_ids:
+        again: list[BatchResult] = []
+        lapsed = self.faults is not None and self.faults.lapses(mapping, invocation)
+        if lapsed:
+            # The visibility timeout ran out before the delete: SQS hands the same messages (and whatever
+            # else is visible) to another invocation, which runs before this one's delete. From then on
+            # the later receive's handle governs them; this one's failures register nothing.
+            self._make_visible(mapping.queue.url, [m["ReceiptHandle"] for m in messages])
+            again = self.deliveries(mapping)
+        failed_ids, response_error = self._failed_ids(mapping, invocation, ids)
+        self._delete(
+            mapping.queue.url,
+            [by_id[i]["ReceiptHandle"] for i in ids if i not in failed_ids],
+            stale_ok=lapsed,
+        )
+        for message_id in failed_ids if not lapsed else ():
             self._pending[(mapping.queue.url, message_id)] = _Pending(
                 queue_url=mapping.queue.url,
                 receipt_handle=by_id[message_id]["ReceiptHandle"],
                 visible_at=received_at + mapping.visibility_timeout,
             )
-        return BatchResult(
+        result = BatchResult(
             mapping=mapping,
             invocation=invocation,
             succeeded=tuple(i for i in ids if i not in failed_ids),
             failed=tuple(i for i in ids if i in failed_ids),
             response_error=response_error,
         )
+        return [result, *again]
 
-    def receive_batch(self, mapping: MappingInfo) -> list[dict[str, Any]]:
+    def receive_batch(self, mapping: MappingInfo) -> list[Message]:
         """Up to the mapping's batch size; SQS caps one receive at 10, so receive until full or empty."""
-        messages: list[dict[str, Any]] = []
+        messages: list[Message] = []
         while len(messages) < mapping.batch_size:
             response = self._sqs.receive_message(
                 QueueUrl=mapping.queue.url,
@@ -128,17 +174,19 @@ class Poller:
             pending = self._pending.pop(key)
             by_queue.setdefault(pending.queue_url, []).append(pending.receipt_handle)
         for queue_url, handles in by_queue.items():
-            for start in range(0, len(handles), SQS_MAX_RECEIVE):
-                chunk = handles[start : start + SQS_MAX_RECEIVE]
-                # Entries that fail are messages no longer in flight (deleted, or moved): nothing to do.
-                self._sqs.change_message_visibility_batch(
-                    QueueUrl=queue_url,
-                    Entries=[
-                        {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0}
-                        for n, h in enumerate(chunk)
-                    ],
-                )
+            self._make_visible(queue_url, handles)
         return len(due)
+
+    def _make_visible(self, queue_url: str, receipt_handles: Sequence[str]) -> None:
+        for start in range(0, len(receipt_handles), SQS_MAX_RECEIVE):
+            chunk = receipt_handles[start : start + SQS_MAX_RECEIVE]
+            # Entries that fail are messages no longer in flight (deleted, or moved): nothing to do.
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=queue_url,
+                Entries=[
+                    {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0} for n, h in enumerate(chunk)
+                ],
+            )
 
     def _failed_ids(
         self, mapping: MappingInfo, invocation: Invocation, ids: Sequence[str]
@@ -152,17 +200,17 @@ class Poller:
         except BatchResponseError as error:
             return set(ids), error
 
-    def _delete(self, queue_url: str, receipt_handles: Sequence[str]) -> None:
+    def _delete(self, queue_url: str, receipt_handles: Sequence[str], *, stale_ok: bool = False) -> None:
+        """``stale_ok``: the messages were received again since, so a handle may no longer be valid."""
         for start in range(0, len(receipt_handles), SQS_MAX_RECEIVE):
             chunk = receipt_handles[start : start + SQS_MAX_RECEIVE]
             response = self._sqs.delete_message_batch(
                 QueueUrl=queue_url,
                 Entries=[{"Id": str(n), "ReceiptHandle": h} for n, h in enumerate(chunk)],
             )
-            if response.get("Failed"):
-                raise RuntimeError(
-                    f"could not delete processed messages from {queue_url}: {response['Failed']}"
-                )
+            failed = [f for f in response.get("Failed", []) if not (stale_ok and f["Code"] == _STALE_RECEIPT)]
+            if failed:
+                raise RuntimeError(f"could not delete processed messages from {queue_url}: {failed}")
 
 
 def _reported_failures(response: Any, ids: Sequence[str]) -> set[str]:

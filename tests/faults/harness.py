@@ -1,0 +1,427 @@
+"""The fault harness: one in-process local cloud, reused across schedules, with both fault seams in.
+
+Every botocore call made inside a function goes through two interceptors (tests/botocore_calls.py):
+the fault injector (intentbus_local.faults.CallFaults), then, innermost, a tracker that records each
+call that reached the service. The poller delivers through intentbus_local.faults.DeliveryFaults.
+``run(schedule)`` emits the schedule's inputs, runs the cloud until idle, observes what is left and
+checks the invariants.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.catalog import Catalog
+from intentbus.ids import canonical_json
+from intentbus.state import TERMINAL
+from intentbus_local import report, seed
+from intentbus_local.cloud import LocalCloud, RunSummary
+from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
+from intentbus_local.topology import FunctionInfo
+from tests.botocore_calls import Call, CallLog, Proceed, recording
+from tests.faults import fanout_workflow
+from tests.faults.invariants import (
+    Effect,
+    Observation,
+    RunView,
+    check_all,
+    idempotency_record_id,
+    safe_repeats,
+)
+from tests.faults.schedule import FANOUT, WORKFLOWS, Input, RunRef, Schedule
+
+EXECUTE = "ExecuteFunction"
+QUARANTINE = "QuarantineQueue"
+_READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
+_METRICS_REFRESH_SECONDS = 300.0
+_IN_PROGRESS = "INPROGRESS"
+
+
+@dataclass(frozen=True)
+class MadeCall:
+    """A call that reached the service (moto) and returned, or failed there."""
+
+    seq: int
+    function: str
+    """The function's logical id."""
+    service: str
+    operation: str
+    params: dict[str, Any]
+    ok: bool
+    record: str | None
+    """In the execute function: the idempotency record in progress at the time."""
+
+
+class CallTracker:
+    """The innermost interceptor: sees exactly the calls that were really made, in order."""
+
+    def __init__(self, functions: Mapping[str, FunctionInfo], idempotency_table: str) -> None:
+        self._logical = {function.name: function.logical_id for function in functions.values()}
+        self._idempotency_table = idempotency_table
+        self._seq = 0
+        self._current: str | None = None
+        self.made: list[MadeCall] = []
+
+    def __call__(self, call: Call, proceed: Proceed) -> Any:
+        function = self._logical.get(call.function, call.function)
+        if function == EXECUTE and self._is_in_progress_put(call):
+            self._current = str(call.params["Item"]["id"]["S"])
+        self._seq += 1
+        made = MadeCall(
+            seq=self._seq,
+            function=function,
+            service=call.service,
+            operation=call.operation,
+            params=call.params,
+            ok=False,
+            record=self._current if function == EXECUTE else None,
+        )
+        try:
+            response = proceed(call.params)
+        except ClientError:
+            self.made.append(made)
+            raise
+        self.made.append(replace(made, ok=True))
+        return response
+
+    def _is_in_progress_put(self, call: Call) -> bool:
+        item = call.params.get("Item", {})
+        return (
+            (call.service, call.operation) == ("dynamodb", "PutItem")
+            and call.params.get("TableName") == self._idempotency_table
+            and item.get("status", {}).get("S") == _IN_PROGRESS
+        )
+
+
+@dataclass
+class ScheduleResult:
+    schedule: Schedule
+    injected: list[Injected]
+    violations: list[str]
+    summary: RunSummary
+    notes: list[str] = field(default_factory=list)
+    """Allowed but worth knowing, e.g. a SAFE tool that repeated its effect."""
+    statuses: dict[str, str] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    observation: Observation | None = None
+
+
+class FaultHarness:
+    """A context manager; ``run`` one schedule after another (each with its own tenants and runs)."""
+
+    def __init__(
+        self,
+        *,
+        workflows: str = WORKFLOWS,
+        logs_dir: Path | None = None,
+        max_invocations: int = 1500,
+        deadline_seconds: float = 120.0,
+    ) -> None:
+        self._workflows = workflows
+        self._logs_dir = logs_dir
+        self._max_invocations = max_invocations
+        self._deadline = deadline_seconds
+        self._stack = contextlib.ExitStack()
+        self._cloud: LocalCloud | None = None
+        self._metrics_at = 0.0
+        self.catalog = Catalog.from_modules(workflows)
+        self.calls = CallLog()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> FaultHarness:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        warnings.filterwarnings("ignore", module="moto")
+        logging.getLogger("moto").setLevel(logging.ERROR)
+        logs = self._logs_dir or Path(tempfile.mkdtemp(prefix="intentbus-faults-logs-"))
+        cloud = LocalCloud(
+            mode="inprocess",
+            parameters={"Workflows": self._workflows},
+            logs_dir=logs,
+            stack_name="intentbus-faults",
+        )
+        self._stack.enter_context(cloud)
+        self._cloud = cloud
+        topology = cloud.topology
+        self.tracker = CallTracker(topology.functions, topology.tables["IdempotencyTable"])
+        self.call_faults = CallFaults(cloud.clock, topology.functions)
+        self.delivery_faults = DeliveryFaults(cloud.clients.sqs())
+        cloud.poller.faults = self.delivery_faults
+        self._stack.enter_context(recording(self.calls, interceptors=(self._inject, self.tracker)))
+        self._stack.enter_context(_jsonpath_parsed_once())
+        seed.seed_service(cloud.clients)
+        self._refresh_metrics()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._cloud = None
+
+    @property
+    def cloud(self) -> LocalCloud:
+        if self._cloud is None:
+            raise RuntimeError("the harness is not running: use it as a context manager")
+        return self._cloud
+
+    def _inject(self, call: Call, proceed: Proceed) -> Any:
+        return self.call_faults.intercept(call.function, call.service, call.operation, call.params, proceed)
+
+    # ------------------------------------------------------------------ one schedule
+
+    def run(self, schedule: Schedule) -> ScheduleResult:
+        started = time.monotonic()
+        cloud = self.cloud
+        self._reset_world()
+        self.calls.calls.clear()
+        self.tracker.made.clear()
+        plan = schedule.plan()
+        sent: list[tuple[int, Mapping[str, Any], str, str]] = []
+        self.call_faults.plan = self.delivery_faults.plan = plan
+        try:
+            sent += self._emit([(i, 1 + (0 if i.late else i.copies - 1)) for i in schedule.inputs], len(sent))
+            late = [(i, i.copies - 1) for i in schedule.inputs if i.late]
+            if late:
+                cloud.run_until_idle(max_invocations=schedule.head_start, raise_on_limit=False)
+                sent += self._emit(late, len(sent))
+            summary = cloud.run_until_idle(
+                max_invocations=self._max_invocations, deadline_seconds=self._deadline, raise_on_limit=False
+            )
+        finally:
+            self.call_faults.plan = self.delivery_faults.plan = None
+        violations: list[str] = []
+        if not summary.idle:
+            violations.append(f"(settle) the pipeline did not settle: {summary.stop_reason}")
+            cloud.run_until_idle(max_invocations=self._max_invocations, raise_on_limit=False)
+        observation = self.observe(schedule, sent)
+        violations += check_all(observation)
+        self._clear_dead_letters()
+        self._clear_tables()
+        return ScheduleResult(
+            schedule=schedule,
+            injected=list(plan.injected),
+            violations=violations,
+            notes=safe_repeats(observation),
+            summary=summary,
+            statuses={
+                str(run.ref): run.state.status.value if run.state else "none" for run in observation.runs
+            },
+            wall_seconds=time.monotonic() - started,
+            observation=observation,
+        )
+
+    def _emit(
+        self, inputs: list[tuple[Input, int]], first_line: int
+    ) -> list[tuple[int, Mapping[str, Any], str, str]]:
+        sent: list[tuple[int, Mapping[str, Any], str, str]] = []
+        for item, times in inputs:
+            for _ in range(times):
+                (bus_event_id,) = self.cloud.put_events([item.entry()])
+                sent.append((first_line + len(sent) + 1, item.envelope, bus_event_id, item.source))
+        return sent
+
+    def _reset_world(self) -> None:
+        self.cloud.clients("ecs").update_service(
+            cluster=seed.CLUSTER, service=seed.SERVICE, desiredCount=seed.INITIAL_DESIRED_COUNT
+        )
+        if time.monotonic() - self._metrics_at > _METRICS_REFRESH_SECONDS:
+            self._refresh_metrics()
+
+    def _refresh_metrics(self) -> None:
+        seed.seed_metrics(self.cloud.clients)
+        self._metrics_at = time.monotonic()
+
+    def _clear_dead_letters(self) -> None:
+        sqs = self.cloud.clients.sqs()
+        for queue in [*self.cloud.topology.dlqs.values(), self.cloud.topology.queues[QUARANTINE]]:
+            while True:  # PurgeQueue is allowed once a minute: receive and delete instead
+                messages = sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=10).get("Messages", [])
+                if not messages:
+                    break
+                sqs.delete_message_batch(
+                    QueueUrl=queue.url,
+                    Entries=[
+                        {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(messages)
+                    ],
+                )
+
+    def _clear_tables(self) -> None:
+        """Each schedule's items are its own: dropping them keeps moto fast (its TransactWriteItems
+        deep-copies the whole table each time, so a growing table makes every schedule slower)."""
+        ddb = self.cloud.clients.dynamodb()
+        for logical_id in ("WorkflowTable", "IdempotencyTable", "CrmTable"):
+            table = self.cloud.topology.tables[logical_id]
+            schema = ddb.describe_table(TableName=table)["Table"]["KeySchema"]
+            names = [key["AttributeName"] for key in schema]
+            kwargs: dict[str, Any] = {
+                "TableName": table,
+                "ProjectionExpression": ", ".join(f"#k{i}" for i in range(len(names))),
+                "ExpressionAttributeNames": {f"#k{i}": n for i, n in enumerate(names)},
+            }
+            while True:
+                page = ddb.scan(**kwargs)
+                items = page.get("Items", [])
+                for start in range(0, len(items), 25):
+                    ddb.batch_write_item(
+                        RequestItems={
+                            table: [
+                                {"DeleteRequest": {"Key": {n: item[n] for n in names}}}
+                                for item in items[start : start + 25]
+                            ]
+                        }
+                    )
+                if "LastEvaluatedKey" not in page:
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # ------------------------------------------------------------------ what is left
+
+    def observe(self, schedule: Schedule, sent: list[tuple[int, Mapping[str, Any], str, str]]) -> Observation:
+        cloud = self.cloud
+        topology = cloud.topology
+        ddb = cloud.clients.dynamodb()
+        store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
+        dead = self._dead_letters()
+        in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
+        runs: list[RunView] = []
+        for ref in schedule.runs:
+            runs.append(
+                RunView(
+                    ref=ref,
+                    state=store.state(ref.tenant_id, ref.run_id),
+                    entries=store.entries(ref.tenant_id, ref.run_id),
+                    pending_approvals=self._pending_approvals(ref),
+                    dead_letters=dead.get((ref.tenant_id, ref.run_id), []),
+                    in_flight=sum(in_flight.values()),
+                )
+            )
+        obs = Observation(
+            seed=schedule.seed,
+            runs=runs,
+            report=report.build(cloud, self.catalog, sent),
+            sent=len(sent),
+            repeat_safety={
+                name: spec.tool.repeat_safety
+                for workflow in self.catalog.workflows.values()
+                for name, spec in workflow.commands.items()
+            },
+        )
+        idempotency_table = topology.tables["IdempotencyTable"]
+        for made in self.tracker.made:
+            if made.function == EXECUTE and made.ok and self._is_effect(made):
+                obs.effects.append(Effect(made.seq, made.record, f"{made.service}.{made.operation}"))
+            if made.function == EXECUTE and made.params.get("TableName") == idempotency_table:
+                item = made.params.get("Item", {})
+                if (
+                    made.operation == "PutItem"
+                    and item.get("status", {}).get("S") == _IN_PROGRESS
+                    and made.ok
+                ):
+                    obs.taken_at.setdefault(str(item["id"]["S"]), made.seq)
+            if made.ok and made.operation == "TransactWriteItems":
+                for run in _ended(made.params):
+                    obs.ended_at.setdefault(run, made.seq)
+        for record in obs.taken_at:
+            got = ddb.get_item(TableName=idempotency_table, Key={"id": {"S": record}}, ConsistentRead=True)
+            item = got.get("Item", {})
+            obs.idempotency[record] = {name: next(iter(value.values())) for name, value in item.items()}
+        for call in self.calls.calls:
+            if (call.service, call.operation) == ("events", "PutEvents"):
+                for entry in call.params.get("Entries", []):
+                    detail = json.loads(entry["Detail"])
+                    obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
+        self._read_journal(obs)
+        return obs
+
+    def _is_effect(self, made: MadeCall) -> bool:
+        if made.operation.startswith(_READS) or made.service in ("events", "sqs"):
+            return False
+        pipeline_tables = {self.cloud.topology.tables[name] for name in ("WorkflowTable", "IdempotencyTable")}
+        return not (made.service == "dynamodb" and made.params.get("TableName") in pipeline_tables)
+
+    def _read_journal(self, obs: Observation) -> None:
+        ddb = self.cloud.clients.dynamodb()
+        table = self.cloud.topology.tables["CrmTable"]
+        for run in obs.runs:
+            if run.ref.workflow != FANOUT:
+                continue
+            for command in run.proposed():
+                payload = command.get("payload", {})
+                journal_key = fanout_workflow.journal_key(
+                    run.ref.tenant_id, run.ref.run_id, str(payload.get("sku"))
+                )
+                item = ddb.get_item(
+                    TableName=table, Key={"customer_id": {"S": journal_key}}, ConsistentRead=True
+                ).get("Item")
+                obs.journal[journal_key] = int(item["applied"]["N"]) if item and "applied" in item else 0
+                key = command.get("idempotency_key")
+                if isinstance(key, str):
+                    obs.journal_keys[idempotency_record_id(key)] = journal_key
+
+    def _pending_approvals(self, ref: RunRef) -> list[str]:
+        response = self.cloud.clients.dynamodb().query(
+            TableName=self.cloud.topology.tables["WorkflowTable"],
+            IndexName="gsi1",
+            KeyConditionExpression="gsi1pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"T#{ref.tenant_id}#APPROVALS#PENDING"}},
+        )
+        found: list[str] = []
+        for item in response.get("Items", []):
+            with contextlib.suppress(KeyError, ValueError):
+                approval = json.loads(item["approval"]["S"])
+                if approval["run_id"] == ref.run_id:
+                    found.append(str(approval["approval_id"]))
+        return found
+
+    def _dead_letters(self) -> dict[tuple[str, str], list[str]]:
+        found: dict[tuple[str, str], list[str]] = {}
+        for dlq in self.cloud.topology.dlqs.values():
+            for message in self.cloud.queue_messages(dlq.logical_id):
+                with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                    detail = message.json()["detail"]
+                    run = (str(detail["tenant_id"]), str(detail["run_id"]))
+                    found.setdefault(run, []).append(f"{detail.get('type', '?')} in {dlq.logical_id}")
+        return found
+
+
+def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """The runs a committed TransactWriteItems made terminal (its state Put has a terminal status)."""
+    for action in params.get("TransactItems", []):
+        item = action.get("Put", {}).get("Item", {})
+        if item.get("sk", {}).get("S") == "STATE" and item.get("status", {}).get("S") in TERMINAL:
+            _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
+            yield tenant, run
+
+
+@contextlib.contextmanager
+def _jsonpath_parsed_once() -> Iterator[None]:
+    """moto's EventBridge parses the same nine JSONPath expressions (with a fresh yacc parser) for every
+    event it delivers to SQS; parsing each once makes PutEvents several times faster."""
+    import jsonpath_ng.ext
+
+    original = vars(jsonpath_ng.ext)["parse"]
+    setattr(jsonpath_ng.ext, "parse", functools.lru_cache(maxsize=64)(original))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(jsonpath_ng.ext, "parse", original)  # noqa: B010

@@ -1,0 +1,390 @@
+"""The invariants, checked over what a schedule left behind ("nothing lost, nothing done twice,
+nothing stale applied"). Each check takes an ``Observation`` and returns violations, as strings.
+
+(a) ``effects_at_most_once``: every side effect at most once per idempotency key, exactly once for
+    each command of a run that COMPLETED. Effects are the AWS writes the execute function made that
+    reached the service (not the pipeline's own tables, bus or queues), attributed to the Powertools
+    idempotency record in progress; plus the fan-out workflow's durable journal (``applied``). A tool
+    declared ``RepeatSafety.SAFE`` may repeat its effect after an attempt that died (README: "safe to
+    repeat"): ``safe_repeats`` lists those as notes, not violations.
+(b) ``inputs_end_in_one_bucket``: every input event in exactly one bucket of
+    ``intentbus_local.report.build``, none "lost"; as many outcomes as inputs sent.
+(c) ``no_stale_transitions``: in each run's log, the state-changing entries' versions are 1, 2, …, n
+    in time order, none claimed twice, n is the state's version; an authorization claims the version
+    current when it was written; every idempotency record is an authorized command's, taken before
+    its run ended.
+(d) ``nothing_stuck``: every run that is not terminal has a durable reason: a pending approval item
+    (gsi1 ``T#<tenant>#APPROVALS#PENDING``), a budget pause in its log, a message in flight, or a
+    DLQ message that names it.
+(e) ``republished_identically``: every PutEvents entry a stage ever sent with a given envelope id has
+    the same Detail, ids and times included.
+
+Every violation starts with a stable code in parentheses, ``(c/executed-after-end) ...``; see ``code_of``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from intentbus import facts
+from intentbus.adapters.idempotency import KEY_PREFIX
+from intentbus.definition import RepeatSafety
+from intentbus.ids import canonical_json
+from intentbus.journal import LogEntry, Outcome
+from intentbus.state import Status, WorkflowState
+from intentbus_local.report import RunReport
+from tests.faults.schedule import RunRef
+
+EFFECTFUL_COMMANDS = frozenset(
+    {"scale_service", "reserve_stock", "reserve_unchecked", "TOOL_EXECUTION_REQUESTED"}
+)
+"""Command types whose tool writes something: a completed run ran each of them exactly once."""
+
+LOST = "lost"
+
+
+def idempotency_record_id(idempotency_key: str) -> str:
+    """The ``id`` Powertools gives a command's record (key prefix + md5 of the JSON of the key)."""
+    digest = hashlib.md5(json.dumps(idempotency_key, sort_keys=True).encode(), usedforsecurity=False)
+    return f"{KEY_PREFIX}#{digest.hexdigest()}"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A write the execute function made that reached the service."""
+
+    seq: int
+    record: str | None
+    """The idempotency record in progress when it was made."""
+    what: str
+    """e.g. ``ecs.UpdateService``."""
+
+    def __str__(self) -> str:
+        return f"{self.what}@{self.seq}"
+
+
+@dataclass
+class RunView:
+    ref: RunRef
+    state: WorkflowState | None
+    entries: list[LogEntry]
+    pending_approvals: list[str] = field(default_factory=list)
+    dead_letters: list[str] = field(default_factory=list)
+    """Where DLQ messages name this run."""
+    in_flight: int = 0
+
+    def authorized(self) -> list[dict[str, Any]]:
+        """The commands authorize let run (their envelopes, from its CommandAuthorized outputs)."""
+        return [
+            dict(output.payload["command"])
+            for entry in self.entries
+            if entry.stage == "authorize"
+            for output in entry.outputs
+            if output.type == facts.COMMAND_AUTHORIZED
+        ]
+
+    def proposed(self) -> list[dict[str, Any]]:
+        return [
+            dict(output.payload["command"])
+            for entry in self.entries
+            if entry.stage in ("decide", "validate")
+            for output in entry.outputs
+            if output.type == facts.COMMAND_PROPOSED
+        ]
+
+
+@dataclass
+class Observation:
+    seed: int
+    runs: list[RunView]
+    report: RunReport
+    sent: int
+    effects: list[Effect] = field(default_factory=list)
+    published: dict[str, list[str]] = field(default_factory=dict)
+    """Envelope id -> the canonical Detail of every PutEvents entry sent with it, in order."""
+    idempotency: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Idempotency record id -> its item (status, data), for every record execute took."""
+    taken_at: dict[str, int] = field(default_factory=dict)
+    """Idempotency record id -> the call sequence number of its first in-progress put."""
+    ended_at: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(tenant, run) -> the call sequence number of the write that made the run terminal."""
+    journal: dict[str, int] = field(default_factory=dict)
+    """Fan-out journal key -> ``applied`` (0 if the item does not exist)."""
+    journal_keys: dict[str, str] = field(default_factory=dict)
+    """Idempotency record id -> the fan-out journal key its command writes."""
+    repeat_safety: dict[str, RepeatSafety] = field(default_factory=dict)
+    """Command type -> what its tool declares."""
+
+
+Invariant = Callable[[Observation], list[str]]
+
+
+def _commands_by_record(obs: Observation) -> dict[str, tuple[RunView, dict[str, Any]]]:
+    found: dict[str, tuple[RunView, dict[str, Any]]] = {}
+    for run in obs.runs:
+        for command in run.authorized():
+            key = command.get("idempotency_key")
+            if isinstance(key, str):
+                found[idempotency_record_id(key)] = (run, command)
+    return found
+
+
+def _effects_by_record(obs: Observation) -> dict[str | None, list[Effect]]:
+    by_record: dict[str | None, list[Effect]] = defaultdict(list)
+    for effect in obs.effects:
+        by_record[effect.record].append(effect)
+    return by_record
+
+
+def _repeats(
+    obs: Observation, safety: RepeatSafety
+) -> list[tuple[RunView | None, dict[str, Any], list[Effect]]]:
+    commands = _commands_by_record(obs)
+    found = []
+    for record, effects in _effects_by_record(obs).items():
+        if record is None or len(effects) < 2:
+            continue
+        run, command = commands.get(record, (None, {}))
+        declared = obs.repeat_safety.get(str(command.get("type")), RepeatSafety.RECONCILE)
+        if declared is safety:
+            found.append((run, command, effects))
+    return found
+
+
+def _repeat_text(run: RunView | None, command: Mapping[str, Any], effects: Sequence[Effect]) -> str:
+    return (
+        f"{command.get('type', '?')} of {run.ref if run else '?'} "
+        f"(key {command.get('idempotency_key', '?')}) took effect {len(effects)} times: "
+        + ", ".join(str(e) for e in effects)
+    )
+
+
+def safe_repeats(obs: Observation) -> list[str]:
+    """Notes, not violations: SAFE tools that repeated their effect (allowed by their declaration)."""
+    return [f"(a/safe-repeat) {_repeat_text(*repeat)}" for repeat in _repeats(obs, RepeatSafety.SAFE)]
+
+
+def effects_at_most_once(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    by_record = _effects_by_record(obs)
+    if None in by_record:
+        violations.append(
+            "(a/effect-outside-record) effect(s) outside any idempotency record: "
+            + ", ".join(str(e) for e in by_record[None])
+        )
+    violations += [
+        f"(a/effect-repeated) {_repeat_text(*repeat)}" for repeat in _repeats(obs, RepeatSafety.RECONCILE)
+    ]
+    for journal_key, applied in obs.journal.items():
+        if applied > 1:
+            violations.append(
+                f"(a/journal-repeated) journal {journal_key}: the effect was applied {applied} times"
+            )
+    for record, (run, command) in _commands_by_record(obs).items():
+        if run.state is None or run.state.status is not Status.COMPLETED:
+            continue
+        if command["type"] not in EFFECTFUL_COMMANDS:
+            continue
+        made = len(by_record.get(record, []))
+        safe = obs.repeat_safety.get(str(command["type"])) is RepeatSafety.SAFE
+        if made == 0 or (made > 1 and not safe):
+            violations.append(
+                f"(a/completed-not-once) {run.ref} COMPLETED but its {command['type']} took effect "
+                f"{made} times (exactly once expected)"
+            )
+        written = obs.journal_keys.get(record)
+        applied = obs.journal.get(written, 0) if written is not None else 1
+        if applied != 1:
+            violations.append(
+                f"(a/completed-not-once) {run.ref} COMPLETED but journal {written} shows {applied} "
+                "applications (exactly once expected)"
+            )
+    return violations
+
+
+def inputs_end_in_one_bucket(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    if len(obs.report.inputs) != obs.sent:
+        violations.append(
+            f"(b/inputs-unaccounted) {obs.sent} inputs sent, {len(obs.report.inputs)} accounted for"
+        )
+    for item in obs.report.inputs:
+        if item.bucket == LOST:
+            violations.append(
+                f"(b/input-lost) input {item.line} ({item.type} {item.event_id}, run {item.run_id}) "
+                f"is lost: {item.reason}"
+            )
+    return violations
+
+
+KNOWN_STAGES = frozenset({"validate", "decide", "authorize", "execute", "record"})
+
+
+def transitions(entries: Sequence[LogEntry]) -> list[LogEntry]:
+    """The entries whose commit changed the run's state (and so its version), in the given order.
+
+    Stages this checker does not know count when they claim one more than the version before them.
+    """
+    from_decide = {output.id for entry in entries if entry.stage == "decide" for output in entry.outputs}
+    changed: list[LogEntry] = []
+    current = 0
+    for entry in entries:
+        if entry.stage == "decide":
+            moved = entry.outcome is Outcome.PAUSED or (
+                entry.outcome is Outcome.APPLIED and "decision" in entry.summary
+            )
+        elif entry.stage == "authorize":
+            creates = entry.input_id not in from_decide and entry.outcome in (Outcome.APPLIED, Outcome.DENIED)
+            moved = entry.outcome is Outcome.WAITING or creates
+        elif entry.stage == "record":
+            moved = entry.outcome in (Outcome.APPLIED, Outcome.DENIED, Outcome.PAUSED)
+        elif entry.stage not in KNOWN_STAGES:
+            moved = entry.outcome is not Outcome.STALE and entry.version == current + 1
+        else:
+            moved = False
+        if moved:
+            changed.append(entry)
+            current = entry.version
+    return changed
+
+
+def _describe(entry: LogEntry) -> str:
+    when = entry.at.isoformat()
+    return f"{entry.stage}/{entry.outcome.value} on {entry.input_type} v{entry.version} at {when}"
+
+
+def no_stale_transitions(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    for run in obs.runs:
+        ordered = sorted(run.entries, key=lambda e: e.at)
+        changed = transitions(ordered)
+        versions = [entry.version for entry in changed]
+        if versions != list(range(1, len(versions) + 1)):
+            claimed = Counter(versions)
+            twice = sorted(v for v, n in claimed.items() if n > 1)
+            violations.append(
+                f"(c/versions-not-sequential) {run.ref}: state-changing versions in time order are "
+                f"{versions}, not 1..{len(versions)}"
+                + (f"; version(s) {twice} claimed twice" if twice else "")
+                + ": "
+                + "; ".join(_describe(e) for e in changed)
+            )
+        final = run.state.version if run.state is not None else 0
+        if changed and final != versions[-1]:
+            violations.append(
+                f"(c/state-version-mismatch) {run.ref}: the state is at v{final}, "
+                f"its last transition claims v{versions[-1]}"
+            )
+        if run.state is not None and not changed:
+            violations.append(
+                f"(c/state-without-transition) {run.ref}: the state exists (v{final}) "
+                "but no log entry changed it"
+            )
+        changed_ids = {id(entry) for entry in changed}
+        current = 0
+        for entry in ordered:
+            if id(entry) in changed_ids:
+                current = entry.version
+                continue
+            checked = entry.stage == "authorize" and entry.outcome in (Outcome.APPLIED, Outcome.DENIED)
+            unknown = entry.stage not in KNOWN_STAGES and entry.outcome is not Outcome.STALE
+            if (checked or unknown) and entry.version != current:
+                violations.append(
+                    f"(c/claims-stale-version) {run.ref}: {_describe(entry)} claims v{entry.version}; "
+                    f"the run was at v{current}"
+                )
+    commands = _commands_by_record(obs)
+    for record, item in obs.idempotency.items():
+        owner = commands.get(record)
+        if owner is None:
+            violations.append(
+                f"(c/unauthorized-execution) idempotency record {record} ({item.get('status')}) "
+                "is no authorized command's"
+            )
+            continue
+        run, command = owner
+        ended = obs.ended_at.get((run.ref.tenant_id, run.ref.run_id))
+        taken = obs.taken_at.get(record)
+        if ended is not None and taken is not None and taken > ended:
+            status = run.state.status.value if run.state else "?"
+            violations.append(
+                f"(c/executed-after-end) {run.ref}: {command['type']} {command['id']} was executed "
+                f"(call {taken}) after the run had ended (call {ended}, now {status}): "
+                "a stale authorization applied"
+            )
+    return violations
+
+
+def nothing_stuck(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    for run in obs.runs:
+        if run.state is not None and run.state.terminal:
+            continue
+        if run.pending_approvals or run.dead_letters or run.in_flight:
+            continue
+        paused = run.state is not None and run.state.status is Status.PAUSED
+        if paused and any(e.outcome is Outcome.PAUSED for e in run.entries):
+            continue  # waiting for a person's review, with the reason in the log
+        status = "never started" if run.state is None else f"{run.state.status.value} at v{run.state.version}"
+        last = max(run.entries, key=lambda e: e.at, default=None)
+        violations.append(
+            f"(d/run-stuck) {run.ref} is stuck ({status}) with no pending approval, review, "
+            "message in flight or dead letter" + (f"; its last entry: {_describe(last)}" if last else "")
+        )
+    return violations
+
+
+def republished_identically(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    for envelope_id, contents in obs.published.items():
+        distinct = list(dict.fromkeys(contents))
+        if len(distinct) > 1:
+            violations.append(
+                f"(e/republished-different) envelope {envelope_id} was published with {len(distinct)} "
+                f"different contents ({len(contents)} entries): {_difference(distinct[0], distinct[1])}"
+            )
+    return violations
+
+
+def _difference(first: str, second: str) -> str:
+    a, b = json.loads(first), json.loads(second)
+    changed = sorted(_diff_paths(a, b))
+    detail = json.loads(first)
+    return f"{detail.get('type')} of run {detail.get('run_id')}, differing at {', '.join(changed[:6]) or '?'}"
+
+
+def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        found: list[str] = []
+        for key in sorted(set(a) | set(b)):
+            found.extend(_diff_paths(a.get(key), b.get(key), f"{path}.{key}" if path else str(key)))
+        return found
+    return [] if canonical_json(a) == canonical_json(b) else [path or "<root>"]
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    effects_at_most_once,
+    inputs_end_in_one_bucket,
+    no_stale_transitions,
+    nothing_stuck,
+    republished_identically,
+)
+
+
+_CODE = re.compile(r"^\((?P<code>[a-e]/[a-z\-]+|settle)\)")
+
+
+def code_of(violation: str) -> str:
+    """A violation's stable code, e.g. ``c/executed-after-end``."""
+    found = _CODE.match(violation)
+    return found.group("code") if found else "?"
+
+
+def check_all(obs: Observation) -> list[str]:
+    return [violation for invariant in INVARIANTS for violation in invariant(obs)]

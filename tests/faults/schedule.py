@@ -1,0 +1,229 @@
+"""Seeded schedules: one seed gives a schedule's inputs and the faults it injects, nothing else.
+
+Every run of a schedule has its own tenant and run id (derived from the seed), so schedules can share
+one local cloud, and ``python -m tests.faults.run --schedules 1 --seed S`` replays schedule S alone.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from intentbus_local import seed as world
+from intentbus_local.faults import ALL_KINDS, CALL_KINDS, FaultPlan
+from tests.faults import fanout_workflow
+
+WORKFLOWS = f"intentbus.workflows.incident,intentbus.workflows.direct_tool,{fanout_workflow.MODULE}"
+
+INCIDENT = "incident_response"
+FANOUT = fanout_workflow.workflow.name
+DIRECT = "direct_tool_call"
+
+_SEED_TOOL_CALL = Path(__file__).parents[2] / "infra" / "events" / "seed_tool_call.json"
+FOCUS_SCOPES = tuple(
+    f"{stage}{suffix}"
+    for stage in ("Validate", "Decide", "Authorize", "Execute", "Record")
+    for suffix in ("Function", "Queue")
+)
+"""Where a schedule may concentrate its faults: a function's AWS calls or a queue's deliveries."""
+_CALL_RATES = (0.01, 0.03, 0.06)
+"""Per eligible AWS call, for each enabled call fault kind."""
+_DELIVERY_RATES = (0.05, 0.15, 0.3)
+"""Per message (duplicate), per batch (reorder) or per invocation (visibility lapse)."""
+
+
+@dataclass(frozen=True)
+class RunRef:
+    tenant_id: str
+    run_id: str
+    workflow: str
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.tenant_id}/{self.run_id}"
+
+
+@dataclass(frozen=True)
+class Input:
+    envelope: Mapping[str, Any]
+    source: str
+    detail_type: str
+    run: RunRef | None
+    """None for a malformed input, which must end in quarantine."""
+    copies: int = 1
+    """How many times the producer sends it (at-least-once producers)."""
+    late: bool = False
+    """The extra copies are sent once the pipeline is under way, not with the first."""
+
+    def entry(self) -> dict[str, str]:
+        return {"Source": self.source, "DetailType": self.detail_type, "Detail": json.dumps(self.envelope)}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    inputs: tuple[Input, ...]
+    rates: Mapping[str, float] = field(default_factory=dict)
+    max_faults: int = 0
+    head_start: int = 0
+    """Invocations before the late copies are sent."""
+    forced: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    """(site, occurrence) -> fault kind, injected whatever the rates say (hand-made schedules)."""
+    focus: tuple[str, float] | None = None
+    """(function or queue logical id, rate multiplier): where this schedule concentrates its faults."""
+
+    @property
+    def runs(self) -> list[RunRef]:
+        return [i.run for i in self.inputs if i.run is not None]
+
+    def plan(self) -> FaultPlan:
+        return FaultPlan(
+            self.seed, self.rates, max_faults=self.max_faults, forced=self.forced, focus=self.focus
+        )
+
+    def describe(self) -> str:
+        runs = ", ".join(str(run) for run in self.runs) or "no runs"
+        rates = ", ".join(f"{kind} {rate:g}" for kind, rate in sorted(self.rates.items())) or "none"
+        if self.focus:
+            rates += f"; focus on {self.focus[0]} x{self.focus[1]:g}"
+        if self.forced:
+            rates += "; forced " + ", ".join(f"{k}@{s}#{n}" for (s, n), k in sorted(self.forced.items()))
+        extra = sum(i.copies - 1 for i in self.inputs)
+        malformed = sum(1 for i in self.inputs if i.run is None)
+        return (
+            f"seed {self.seed}: {runs}; {extra} producer duplicate(s), {malformed} malformed; "
+            f"faults: {rates} (at most {self.max_faults})"
+        )
+
+
+def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
+    rng = random.Random(seed)
+    incident, fanout, direct = rng.choice((0, 1, 1, 2)), rng.choice((0, 1, 1, 2)), rng.choice((0, 0, 1))
+    if incident + fanout + direct == 0:
+        fanout = 1
+    inputs: list[Input] = []
+    for k in range(incident):
+        inputs.append(_copies(rng, incident_input(seed, k)))
+    for k in range(fanout):
+        inputs.append(_copies(rng, fanout_input(seed, k, _lines(rng))))
+    for k in range(direct):
+        inputs.append(_copies(rng, direct_input(seed, k)))
+    if rng.random() < 0.2:
+        inputs.append(malformed_input(seed))
+    rng.shuffle(inputs)
+    rates: dict[str, float] = {}
+    if rng.random() >= 0.05 and kinds:
+        for kind in rng.sample(list(kinds), k=rng.randint(1, min(4, len(kinds)))):
+            rates[kind] = rng.choice(_CALL_RATES if kind in CALL_KINDS else _DELIVERY_RATES)
+    focus = (rng.choice(FOCUS_SCOPES), 5.0) if rng.random() < 0.5 else None
+    return Schedule(
+        seed=seed,
+        inputs=tuple(inputs),
+        rates=rates,
+        max_faults=rng.randint(1, 6),
+        head_start=rng.randint(2, 15),
+        focus=focus,
+    )
+
+
+def _copies(rng: random.Random, item: Input) -> Input:
+    roll = rng.random()
+    copies = 1 if roll < 0.75 else 2 if roll < 0.95 else 3
+    return Input(
+        envelope=item.envelope,
+        source=item.source,
+        detail_type=item.detail_type,
+        run=item.run,
+        copies=copies,
+        late=copies > 1 and rng.random() < 0.5,
+    )
+
+
+def _lines(rng: random.Random) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = [
+        {"sku": "sku-a", "quantity": rng.randint(1, 9), "channel": "web"},
+        {"sku": "sku-b", "quantity": rng.randint(1, 9), "channel": "web"},
+    ]
+    for line in lines:
+        if rng.random() < 0.3:
+            line["ledger"] = "legacy"
+    roll, odd = rng.random(), rng.randrange(2)
+    if roll < 0.12:
+        lines[odd]["channel"] = "partner"
+    elif roll < 0.22:
+        lines[odd]["channel"] = "blocked"
+    elif roll < 0.3:
+        lines[odd]["sku"] = "discontinued-c"
+    return lines
+
+
+def incident_input(seed: int, k: int = 0) -> Input:
+    run = RunRef(f"t{seed}-inc{k}", f"run-{seed}-inc{k}", INCIDENT)
+    envelope = world.latency_event(tenant_id=run.tenant_id, event_id=f"evt-{seed}-inc{k}")
+    envelope["run_id"] = run.run_id
+    return Input(
+        envelope=envelope, source=str(envelope["source"]), detail_type=str(envelope["type"]), run=run
+    )
+
+
+def fanout_input(seed: int, k: int = 0, lines: Sequence[Mapping[str, Any]] | None = None) -> Input:
+    run = RunRef(f"t{seed}-fan{k}", f"run-{seed}-fan{k}", FANOUT)
+    envelope = {
+        "id": f"evt-{seed}-fan{k}",
+        "type": fanout_workflow.REQUESTED,
+        "source": "orders.example",
+        "tenant_id": run.tenant_id,
+        "run_id": run.run_id,
+        "payload": {
+            "order_id": f"order-{seed}-{k}",
+            "lines": list(
+                lines
+                or (
+                    {"sku": "sku-a", "quantity": 2, "channel": "web"},
+                    {"sku": "sku-b", "quantity": 3, "channel": "web"},
+                )
+            ),
+        },
+    }
+    return Input(envelope=envelope, source="orders.example", detail_type=fanout_workflow.REQUESTED, run=run)
+
+
+def direct_input(seed: int, k: int = 0) -> Input:
+    run = RunRef(f"t{seed}-dir{k}", f"run-{seed}-dir{k}", DIRECT)
+    envelope: dict[str, Any] = json.loads(_SEED_TOOL_CALL.read_text())
+    envelope.update(tenant_id=run.tenant_id, run_id=run.run_id, idempotency_key=f"idem_{seed}_dir{k}")
+    envelope["payload"]["parameters"]["customer_id"] = f"cust-{seed}-{k}"
+    return Input(envelope=envelope, source="crm.example", detail_type=str(envelope["event_type"]), run=run)
+
+
+def malformed_input(seed: int) -> Input:
+    envelope = {
+        "id": f"evt-{seed}-bad",
+        "type": "ServiceLatencyIncreased",
+        "source": "monitoring.example",
+        "tenant_id": f"t{seed}-bad",
+        "payload": {"service": "checkout-api"},
+    }
+    return Input(
+        envelope=envelope, source="monitoring.example", detail_type="ServiceLatencyIncreased", run=None
+    )
+
+
+def schedule_of(
+    seed: int,
+    *inputs: Input,
+    forced: Mapping[tuple[str, int], str] | None = None,
+    rates: Mapping[str, float] | None = None,
+    max_faults: int = 0,
+) -> Schedule:
+    """A hand-made schedule (tests): these inputs, these faults at these sites (``forced``)."""
+    return Schedule(
+        seed=seed,
+        inputs=tuple(inputs),
+        rates=dict(rates or {}),
+        max_faults=max_faults,
+        forced=dict(forced or {}),
+    )

@@ -1,0 +1,110 @@
+"""The checker can fail: a pipeline broken on purpose, through a test-only seam, is caught.
+
+Each test breaks one rule and runs one hand-made schedule on the shared harness; the invariant that
+guards the rule must name it. (The seams are monkeypatches: the stage modules import the functions
+they use by name, so patching the stage module's attribute changes what its handler calls.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import intentbus.stages.decide
+import intentbus.stages.record
+import intentbus.stages.validate
+from intentbus import state
+from intentbus.envelope import Envelope
+from intentbus.journal import Commit, CommitStatus, Outcome
+from intentbus.ports import WorkflowStore
+from intentbus.stages.common import StageDeps, StageResult
+from intentbus.state import WorkflowState
+from intentbus_local.faults import CRASH_AFTER
+from tests.faults import fanout_workflow
+from tests.faults.harness import FaultHarness
+from tests.faults.invariants import code_of
+from tests.faults.schedule import fanout_input, incident_input, schedule_of
+
+
+def codes(violations: list[str]) -> set[str]:
+    return {code_of(v) for v in violations}
+
+
+def publish_then_commit(
+    deps: StageDeps, store: WorkflowStore, commit: Commit, envelope: Envelope
+) -> StageResult | None:
+    """Rule 1 broken: publish first, then record. A crash in between loses the record, and the
+    redelivery decides again — at a new time, so the "same" event ids carry other contents."""
+    if commit.entry.outputs:
+        deps.bus.publish(commit.entry.outputs)
+    result = store.commit(commit)
+    if result.status is CommitStatus.VERSION_CONFLICT:
+        return None
+    outcome = Outcome.DUPLICATE if result.status is CommitStatus.ALREADY_RECORDED else commit.entry.outcome
+    return StageResult(outcome=outcome, envelope=envelope, published=tuple(commit.entry.outputs))
+
+
+def test_publish_before_record_with_a_crash_after_the_publish_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(intentbus.stages.decide, "commit_then_publish", publish_then_commit)
+    schedule = schedule_of(
+        9101, incident_input(9101), forced={("DecideFunction:events.PutEvents", 0): CRASH_AFTER}
+    )
+
+    result = harness.run(schedule)
+
+    assert [f.kind for f in result.injected] == [CRASH_AFTER]
+    assert "e/republished-different" in codes(result.violations), result.violations
+
+
+def test_the_same_schedule_with_record_then_publish_is_clean(harness: FaultHarness) -> None:
+    schedule = schedule_of(
+        9102, incident_input(9102), forced={("DecideFunction:events.PutEvents", 0): CRASH_AFTER}
+    )
+
+    result = harness.run(schedule)
+
+    assert [f.kind for f in result.injected] == [CRASH_AFTER]
+    assert result.violations == []
+    assert result.statuses == {"incident_response t9102-inc0/run-9102-inc0": "COMPLETED"}
+
+
+def test_a_tool_that_applies_its_effect_twice_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fanout_workflow, "EFFECT_REPEATS", 2)
+
+    result = harness.run(schedule_of(9103, fanout_input(9103)))
+
+    assert {"a/effect-repeated", "a/journal-repeated", "a/completed-not-once"} <= codes(result.violations)
+
+
+def test_a_transition_that_does_not_move_the_version_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = state.record_result
+
+    def record_in_place(read: WorkflowState, **changes: Any) -> WorkflowState:
+        """Applies the outcome but keeps the version it read: a stale write nobody can detect."""
+        return original(read, **changes).model_copy(update={"version": read.version})
+
+    monkeypatch.setattr(intentbus.stages.record, "record_result", record_in_place)
+
+    result = harness.run(schedule_of(9104, fanout_input(9104)))
+
+    assert "c/versions-not-sequential" in codes(result.violations), result.violations
+
+
+def test_an_input_dropped_without_a_trace_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swallow(self: object, body: str, message_id: str | None = None) -> StageResult:
+        return StageResult(outcome=Outcome.APPLIED)
+
+    monkeypatch.setattr(intentbus.stages.validate.ValidateStage, "handle", swallow)
+
+    result = harness.run(schedule_of(9105, fanout_input(9105)))
+
+    assert {"b/input-lost", "d/run-stuck"} <= codes(result.violations), result.violations

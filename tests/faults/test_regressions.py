@@ -1,0 +1,134 @@
+"""Defects the fault harness found, one focused schedule each (strict xfail until fixed).
+
+Each test is the smallest schedule that shows the defect: its inputs and the one fault forced at a
+named site (``<Function>:<service>.<Operation>``, occurrence n within the schedule). When the defect
+is fixed the test passes, strict xfail turns that into a failure: remove the mark (and the code from
+test_schedules.KNOWN_DEFECTS).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from intentbus_local import seed as world
+from intentbus_local.faults import CRASH_AFTER, THROTTLE, TIMEOUT_AFTER
+from tests.faults import fanout_workflow
+from tests.faults.harness import FaultHarness
+from tests.faults.invariants import code_of
+from tests.faults.schedule import FANOUT, Input, fanout_input, incident_input, schedule_of
+
+
+def codes(violations: list[str]) -> set[str]:
+    return {code_of(v) for v in violations}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DEFECT executed-after-end: execute runs a CommandAuthorized whatever became of its run. "
+    "A sibling was denied and the run ended DENIED while this command's execution was being retried; "
+    "the retry still ran the tool (record then logs it stale, after the effect). "
+    "shared/intentbus/stages/execute.py ExecuteStage.handle reads no run state (no version check).",
+)
+def test_execute_skips_a_command_whose_run_already_ended(harness: FaultHarness) -> None:
+    lines = [
+        {"sku": "sku-a", "quantity": 2, "channel": "web"},
+        {"sku": "sku-b", "quantity": 3, "channel": "blocked"},  # denied: the run ends DENIED
+    ]
+    schedule = schedule_of(
+        9201,
+        fanout_input(9201, lines=lines),
+        # sku-a's first execution: its in-progress put is throttled, so it is retried 180 s later
+        forced={("ExecuteFunction:dynamodb.PutItem", 0): THROTTLE},
+    )
+
+    result = harness.run(schedule)
+
+    assert result.statuses == {f"{FANOUT} t9201-fan0/run-9201-fan0": "DENIED"}
+    assert result.observation is not None
+    journal = fanout_workflow.journal_key("t9201-fan0", "run-9201-fan0", "sku-a")
+    assert result.observation.journal[journal] == 0, "sku-a was reserved for a run that had been denied"
+    assert "c/executed-after-end" not in codes(result.violations), result.violations
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DEFECT timeout-after-effect-repeats: a RECONCILE tool whose write took effect but whose "
+    "response was lost (botocore ReadTimeoutError, not a ClientError, so intentbus.tools.aws_errors "
+    "passes it through) raises out of the tool; Powertools deletes the in-progress record on any "
+    "Exception, so the redelivery is a first attempt and runs the tool again: the effect is applied "
+    "twice and no reconcile check is asked (shared/intentbus/stages/execute.py _Attempt.run, "
+    "adapters/idempotency.py).",
+)
+def test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice(harness: FaultHarness) -> None:
+    schedule = schedule_of(
+        9202,
+        fanout_input(9202),
+        # the first UpdateItem execute makes is sku-a's journal write (Powertools' own comes after)
+        forced={("ExecuteFunction:dynamodb.UpdateItem", 0): TIMEOUT_AFTER},
+    )
+
+    result = harness.run(schedule)
+
+    assert result.observation is not None
+    journal = fanout_workflow.journal_key("t9202-fan0", "run-9202-fan0", "sku-a")
+    assert result.observation.journal[journal] == 1, result.violations
+    assert not {"a/effect-repeated", "a/journal-repeated"} & codes(result.violations), result.violations
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DEFECT scale-result-after-repeat: scale_service is declared RepeatSafety.SAFE and is run "
+    "again after a crash between UpdateService and the idempotency record's completion (by design for "
+    "SAFE tools), but its result reads the service *after* the first attempt's effect: "
+    "previous_count comes out 4, so RecoveryCompleted records a scale from 4 to 4 instead of 2 to 4 "
+    "(shared/intentbus/workflows/incident.py scale_service).",
+)
+def test_scale_service_after_a_crash_records_the_count_before_the_scale(harness: FaultHarness) -> None:
+    schedule = schedule_of(
+        9203, incident_input(9203), forced={("ExecuteFunction:ecs.UpdateService", 0): CRASH_AFTER}
+    )
+
+    result = harness.run(schedule)
+
+    assert result.observation is not None
+    (run,) = result.observation.runs
+    assert run.state is not None
+    assert run.state.status.value == "COMPLETED"
+    completed = [
+        output.payload
+        for entry in run.entries
+        if entry.stage == "record"
+        for output in entry.outputs
+        if output.type == "RecoveryCompleted"
+    ]
+    assert completed == [
+        {
+            "service": "checkout-api",
+            "cluster": "shop",
+            "environment": "dev",
+            "previous_count": 2,
+            "desired_count": 4,
+        }
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="DEFECT report-dlq-without-run-id: intentbus_local.report.build calls an input that validate "
+    "dead-lettered 'lost' when the producer sent no run_id (the usual case: validate derives it). "
+    "report._dlq_runs reads detail['run_id'] from the raw event, gets a KeyError and files the message "
+    "under ('?', message id), so the run is never matched (infra/intentbus_local/report.py).",
+)
+def test_an_input_validate_dead_lettered_is_reported_in_the_dlq(harness: FaultHarness) -> None:
+    envelope = world.latency_event(tenant_id="t9204", event_id="evt-9204")  # no run_id, as producers send
+    alert = Input(
+        envelope=envelope, source="monitoring.example", detail_type="ServiceLatencyIncreased", run=None
+    )
+    # validate's put fails on all five deliveries: the alert ends in ValidateDLQ
+    forced = {("ValidateFunction:dynamodb.PutItem", n): THROTTLE for n in range(5)}
+
+    result = harness.run(schedule_of(9204, alert, forced=forced))
+
+    assert result.observation is not None
+    assert [item.bucket for item in result.observation.report.inputs] == ["dlq"]
+    assert "b/input-lost" not in codes(result.violations), result.violations

@@ -1,0 +1,76 @@
+"""The CI-sized fault run: seeded schedules over the local cloud, and no invariant broken.
+
+``FAULTS_CI`` schedules (default 40) from ``FAULTS_SEED`` (default fixed, so CI is reproducible; a
+failure names each broken schedule's seed: ``python -m tests.faults.run --schedules 1 --seed <seed>``).
+
+A violation a ``KNOWN_DEFECTS`` entry explains (its code, in a schedule with the faults that bring it
+out) has a strict-xfail regression test in test_regressions.py; it is reported as a warning here, so
+this run still guards everything else. Once the defect is fixed its regression test passes (strict
+xfail fails): drop the entry here and the mark there.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from intentbus_local.faults import TIMEOUT_AFTER
+from tests.faults.harness import FaultHarness, ScheduleResult
+from tests.faults.invariants import code_of
+from tests.faults.run import run
+
+SCHEDULES = int(os.environ.get("FAULTS_CI", "40"))
+SEED = int(os.environ.get("FAULTS_SEED", "20261202"))
+
+
+def _always(result: ScheduleResult) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    regression_test: str
+    codes: frozenset[str]
+    applies: Callable[[ScheduleResult], bool] = _always
+    """Whether the schedule's faults are the ones that bring the defect out."""
+
+    def explains(self, result: ScheduleResult, violation: str) -> bool:
+        return code_of(violation) in self.codes and self.applies(result)
+
+
+def _timeout_after_in_execute(result: ScheduleResult) -> bool:
+    return any(f.kind == TIMEOUT_AFTER and f.site.startswith("ExecuteFunction:") for f in result.injected)
+
+
+KNOWN_DEFECTS = (
+    KnownDefect(
+        "test_regressions.py::test_execute_skips_a_command_whose_run_already_ended",
+        frozenset({"c/executed-after-end"}),
+    ),
+    KnownDefect(
+        "test_regressions.py::test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice",
+        frozenset({"a/effect-repeated", "a/journal-repeated", "a/completed-not-once"}),
+        _timeout_after_in_execute,
+    ),
+)
+
+
+def test_seeded_fault_schedules_break_no_invariant(harness: FaultHarness) -> None:
+    outcome = run(SCHEDULES, SEED, harness=harness)
+
+    assert len(outcome.results) == SCHEDULES
+    assert sum(outcome.faults.values()) >= SCHEDULES, f"too few faults were injected: {outcome.faults}"
+    unexpected: list[str] = []
+    for result in outcome.results:
+        for violation in result.violations:
+            known = next((d for d in KNOWN_DEFECTS if d.explains(result, violation)), None)
+            if known is None:
+                unexpected.append(f"seed {result.schedule.seed}: {violation}")
+            else:
+                warnings.warn(
+                    f"known defect ({known.regression_test}), seed {result.schedule.seed}: {violation}",
+                    stacklevel=1,
+                )
+    assert not unexpected, "\n".join(unexpected) + "\n\n" + outcome.summary()
