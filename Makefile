@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench faults clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run
+
+# Seeded fault schedules with the invariant checker; FAULTS=N for a longer run, FAULTS_SEED=S to replay.
+faults: $(STAMP)
+	$(BIN)/python -m tests.faults.run
 
 clean:
 	rm -rf $(VENV) .bench .local build *.egg-info

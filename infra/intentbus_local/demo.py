@@ -68,9 +68,7 @@ def run(
         cloud.put_events(
             [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
         )
-        say(
-            f"emitted ServiceLatencyIncreased in {environment} (p99 {event['payload']['p99_ms']:g} ms)"
-        )
+        say(f"emitted ServiceLatencyIncreased in {environment} (p99 {event['payload']['p99_ms']:g} ms)")
         summary = cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
         store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
         tenant = str(event["tenant_id"])

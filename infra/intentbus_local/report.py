@@ -18,7 +18,8 @@ from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
-from intentbus.inbound import normalize
+from intentbus.facts import PIPELINE_SOURCE
+from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_local.cloud import LocalCloud, QueueMessage
@@ -77,20 +78,30 @@ def _quarantine_reasons(messages: Sequence[QueueMessage]) -> dict[str, str]:
     return reasons
 
 
-def _dlq_runs(cloud: LocalCloud) -> dict[tuple[str, str], str]:
-    """(tenant, run) -> which stage's DLQ holds a message of that run."""
+def _dlq_runs(cloud: LocalCloud, catalog: Catalog) -> dict[tuple[str, str], str]:
+    """(tenant, run) -> which stage's DLQ holds a message of that run.
+
+    A raw input that validate dead-lettered may carry no run id: it is derived as validate does.
+    """
     runs: dict[tuple[str, str], str] = {}
     for stage_queue, dlq in cloud.topology.dlqs.items():
         for message in cloud.queue_messages(dlq.logical_id):
             try:
-                detail = message.json()["detail"]
+                bus_event = parse_bus_event(message.body)
+                detail = bus_event.detail
+                inner = detail.get("payload", {}) if isinstance(detail, dict) else {}
                 envelope = (
-                    detail.get("payload", {}).get("event")
-                    or detail.get("payload", {}).get("command")
-                    or detail
+                    inner.get("event") or inner.get("command")
+                    if bus_event.source == PIPELINE_SOURCE
+                    else None
                 )
-                runs[(str(envelope["tenant_id"]), str(envelope["run_id"]))] = f"in {dlq.logical_id}"
-            except (ValueError, KeyError, TypeError, AttributeError):
+                if envelope is None:
+                    accepted, _ = normalize(bus_event, catalog.types)
+                    key = (accepted.tenant_id, accepted.run_id)
+                else:
+                    key = (str(envelope["tenant_id"]), str(envelope["run_id"]))
+                runs[key] = f"in {dlq.logical_id}"
+            except (MalformedInput, ValueError, KeyError, TypeError, AttributeError):
                 runs[("?", message.message_id)] = (
                     f"unparseable message in {dlq.logical_id} from {stage_queue}"
                 )
@@ -124,7 +135,7 @@ def build(
     table = cloud.topology.tables["WorkflowTable"]
     store = DynamoWorkflowStore(table, cloud.clients.dynamodb())
     quarantine = _quarantine_reasons(cloud.queue_messages(QUARANTINE_QUEUE))
-    dlq_runs = _dlq_runs(cloud)
+    dlq_runs = _dlq_runs(cloud, catalog)
     report = RunReport()
     seen: set[tuple[str, str, str]] = set()
     runs: dict[tuple[str, str], WorkflowState | None] = {}

@@ -50,15 +50,6 @@ def test_execute_skips_a_command_whose_run_already_ended(harness: FaultHarness) 
     assert "c/executed-after-end" not in codes(result.violations), result.violations
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT timeout-after-effect-repeats: a RECONCILE tool whose write took effect but whose "
-    "response was lost (botocore ReadTimeoutError, not a ClientError, so intentbus.tools.aws_errors "
-    "passes it through) raises out of the tool; Powertools deletes the in-progress record on any "
-    "Exception, so the redelivery is a first attempt and runs the tool again: the effect is applied "
-    "twice and no reconcile check is asked (shared/intentbus/stages/execute.py _Attempt.run, "
-    "adapters/idempotency.py).",
-)
 def test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice(harness: FaultHarness) -> None:
     schedule = schedule_of(
         9202,
@@ -75,14 +66,6 @@ def test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice(harness: Fau
     assert not {"a/effect-repeated", "a/journal-repeated"} & codes(result.violations), result.violations
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT scale-result-after-repeat: scale_service is declared RepeatSafety.SAFE and is run "
-    "again after a crash between UpdateService and the idempotency record's completion (by design for "
-    "SAFE tools), but its result reads the service *after* the first attempt's effect: "
-    "previous_count comes out 4, so RecoveryCompleted records a scale from 4 to 4 instead of 2 to 4 "
-    "(shared/intentbus/workflows/incident.py scale_service).",
-)
 def test_scale_service_after_a_crash_records_the_count_before_the_scale(harness: FaultHarness) -> None:
     schedule = schedule_of(
         9203, incident_input(9203), forced={("ExecuteFunction:ecs.UpdateService", 0): CRASH_AFTER}
@@ -112,13 +95,6 @@ def test_scale_service_after_a_crash_records_the_count_before_the_scale(harness:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT report-dlq-without-run-id: intentbus_local.report.build calls an input that validate "
-    "dead-lettered 'lost' when the producer sent no run_id (the usual case: validate derives it). "
-    "report._dlq_runs reads detail['run_id'] from the raw event, gets a KeyError and files the message "
-    "under ('?', message id), so the run is never matched (infra/intentbus_local/report.py).",
-)
 def test_an_input_validate_dead_lettered_is_reported_in_the_dlq(harness: FaultHarness) -> None:
     envelope = world.latency_event(tenant_id="t9204", event_id="evt-9204")  # no run_id, as producers send
     alert = Input(

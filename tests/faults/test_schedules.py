@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from intentbus_local.faults import TIMEOUT_AFTER
 from tests.faults.harness import FaultHarness, ScheduleResult
 from tests.faults.invariants import code_of
 from tests.faults.run import run
@@ -40,19 +39,10 @@ class KnownDefect:
         return code_of(violation) in self.codes and self.applies(result)
 
 
-def _timeout_after_in_execute(result: ScheduleResult) -> bool:
-    return any(f.kind == TIMEOUT_AFTER and f.site.startswith("ExecuteFunction:") for f in result.injected)
-
-
 KNOWN_DEFECTS = (
     KnownDefect(
         "test_regressions.py::test_execute_skips_a_command_whose_run_already_ended",
         frozenset({"c/executed-after-end"}),
-    ),
-    KnownDefect(
-        "test_regressions.py::test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice",
-        frozenset({"a/effect-repeated", "a/journal-repeated", "a/completed-not-once"}),
-        _timeout_after_in_execute,
     ),
 )
 

@@ -161,7 +161,9 @@ def test_plan_recovery_caps_at_the_policy_ceiling(shop: Shop) -> None:
 
 
 def test_scale_service_sets_the_desired_count(shop: Shop) -> None:
-    result = incident.scale_service.run(incident.ScaleService(**_ref(desired_count=4)), shop.context())
+    result = incident.scale_service.run(
+        incident.ScaleService(**_ref(desired_count=4, from_count=2)), shop.context()
+    )
 
     assert desired_count(shop.ecs) == 4
     assert result == {**_ref(desired_count=4), "previous_count": 2}
@@ -169,7 +171,7 @@ def test_scale_service_sets_the_desired_count(shop: Shop) -> None:
 
 
 def test_scale_service_twice_leaves_the_same_service(shop: Shop) -> None:
-    command = incident.ScaleService(**_ref(desired_count=4))
+    command = incident.ScaleService(**_ref(desired_count=4, from_count=2))
 
     incident.scale_service.run(command, shop.context())
     again = incident.scale_service.run(command, shop.context())
@@ -182,7 +184,10 @@ def test_scale_service_twice_leaves_the_same_service(shop: Shop) -> None:
 @pytest.mark.parametrize(
     ("tool", "command"),
     [
-        (incident.scale_service, incident.ScaleService(**_ref(service="ghost-api", desired_count=4))),
+        (
+            incident.scale_service,
+            incident.ScaleService(**_ref(service="ghost-api", desired_count=4, from_count=2)),
+        ),
         (incident.plan_recovery, incident.PlanRecovery(**_ref(service="ghost-api", dependency="db"))),
     ],
     ids=["scale_service", "plan_recovery"],
@@ -197,7 +202,10 @@ def test_a_missing_service_is_a_permanent_tool_error(shop: Shop, tool: Any, comm
 @pytest.mark.parametrize(
     ("tool", "command"),
     [
-        (incident.scale_service, incident.ScaleService(**_ref(cluster="gone", desired_count=4))),
+        (
+            incident.scale_service,
+            incident.ScaleService(**_ref(cluster="gone", desired_count=4, from_count=2)),
+        ),
         (incident.plan_recovery, incident.PlanRecovery(**_ref(cluster="gone", dependency="db"))),
     ],
     ids=["scale_service", "plan_recovery"],

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError
 from pydantic import BaseModel, ValidationError
 
 from intentbus import facts
@@ -91,14 +92,35 @@ class _Attempt:
         try:
             result = dict(self.tool.run(self.arguments, self._context))
         except ToolError as error:
-            if error.retryable:
-                raise
-            return self._output(
-                facts.COMMAND_FAILED, facts.CommandFailed(command=self.command, error=str(error))
-            )
+            if not error.retryable:
+                return self._output(
+                    facts.COMMAND_FAILED, facts.CommandFailed(command=self.command, error=str(error))
+                )
+            if self.tool.repeat_safety is RepeatSafety.RECONCILE:
+                return self._after_unknown(error)
+            raise
+        except (BotoCoreError, OSError) as error:
+            # The request may have reached the target before the answer was lost.
+            if self.tool.repeat_safety is RepeatSafety.RECONCILE:
+                return self._after_unknown(error)
+            raise
         return self._output(
             facts.COMMAND_EXECUTED, facts.CommandExecuted(command=self.command, result=result)
         )
+
+    def _after_unknown(self, error: Exception) -> dict[str, Any]:
+        """A RECONCILE tool failed in a way that may have left its effect behind: check before any retry."""
+        if self.tool.reconcile is None:
+            reason = f"{self.tool.name} failed with its outcome unknown and cannot be reconciled: {error}"
+            return self._output(
+                facts.COMMAND_OUTCOME_UNKNOWN,
+                facts.CommandOutcomeUnknown(command=self.command, reason=reason),
+            )
+        found = self.tool.reconcile(self.arguments, self._context)
+        if found is None:
+            raise error  # the effect did not happen: a retry is safe
+        executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
+        return self._output(facts.COMMAND_EXECUTED, executed)
 
     def after_lapse(self) -> dict[str, Any]:
         """An earlier attempt lapsed mid-way: ask the target whether the effect happened, never guess."""

@@ -87,6 +87,8 @@ class PlanRecovery(ServiceRef):
 
 class ScaleService(ServiceRef):
     desired_count: int = Field(ge=1)
+    from_count: int = Field(ge=0)
+    """The count the plan was made from: a repeat after a crash must not report its own effect."""
 
 
 def _window(minutes: int) -> tuple[datetime, datetime]:
@@ -180,14 +182,13 @@ def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, A
 @tool(repeat_safety=RepeatSafety.SAFE)
 def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
     """Sets the desired count: an absolute value, so running it twice leaves the same service."""
-    before = _describe(context, command)
-    if not before:
+    if not _describe(context, command):
         raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
     with aws_errors(f"scaling {command.cluster}/{command.service}"):
         context.clients.client("ecs").update_service(
             cluster=command.cluster, service=command.service, desiredCount=command.desired_count
         )
-    return {**command.model_dump(), "previous_count": int(before[0]["desiredCount"])}
+    return {**command.model_dump(exclude={"from_count"}), "previous_count": command.from_count}
 
 
 def _propose(
@@ -247,7 +248,7 @@ def _operate(context: DecisionContext) -> Decision:
     return _propose(
         "operator",
         "scale_service",
-        {**_service(event), "desired_count": event.desired_count},
+        {**_service(event), "desired_count": event.desired_count, "from_count": event.current_count},
         f"scale {event.service} from {event.current_count} to {event.desired_count}",
         0.85,
     )
