@@ -71,12 +71,20 @@ class InMemoryStore:
         return found if found is not None and found.tenant_id == tenant_id else None
 
     def pending_approvals(self, tenant_id: str) -> list[Approval]:
-        return sorted((a for a in self.approvals.values() if a.tenant_id == tenant_id
-                       and a.status is ApprovalStatus.PENDING), key=lambda a: a.expires_at)
+        return sorted(
+            (
+                a
+                for a in self.approvals.values()
+                if a.tenant_id == tenant_id and a.status is ApprovalStatus.PENDING
+            ),
+            key=lambda a: a.expires_at,
+        )
 
     def due_approvals(self, now: datetime) -> list[Approval]:
-        return sorted((a for a in self.approvals.values() if a.status is ApprovalStatus.PENDING
-                       and a.expires_at < now), key=lambda a: a.expires_at)
+        return sorted(
+            (a for a in self.approvals.values() if a.status is ApprovalStatus.PENDING and a.expires_at < now),
+            key=lambda a: a.expires_at,
+        )
 
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
         return sorted(

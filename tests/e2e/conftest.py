@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 
 
@@ -24,3 +27,19 @@ def cloud(tmp_path: Path) -> Iterator[LocalCloud]:
 @pytest.fixture
 def store(cloud: LocalCloud) -> DynamoWorkflowStore:
     return DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+
+
+@contextmanager
+def waiting_in_production(tmp_path: Path) -> Iterator[LocalCloud]:
+    """A local cloud whose incident run in production waits for the scale-up's approval."""
+    with LocalCloud(
+        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
+    ) as cloud:
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = seed.latency_event(environment="production")
+        cloud.put_events(
+            [{"Source": "monitoring.example", "DetailType": event["type"], "Detail": json.dumps(event)}]
+        )
+        cloud.run_until_idle(max_invocations=100)
+        yield cloud

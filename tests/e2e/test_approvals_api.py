@@ -19,22 +19,14 @@ from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import HttpFront, LocalUser
 from intentbus_local.schedules import Schedules
+from tests.e2e.conftest import waiting_in_production
 
 TENANT = "org_enterprise_alpha"
 
 
 @pytest.fixture
 def waiting(tmp_path: Path) -> Iterator[tuple[LocalCloud, DynamoWorkflowStore]]:
-    with LocalCloud(
-        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
-    ) as cloud:
-        seed.seed_service(cloud.clients)
-        seed.seed_metrics(cloud.clients)
-        event = seed.latency_event(environment="production")
-        cloud.put_events(
-            [{"Source": "monitoring.example", "DetailType": event["type"], "Detail": json.dumps(event)}]
-        )
-        cloud.run_until_idle(max_invocations=100)
+    with waiting_in_production(tmp_path) as cloud:
         yield cloud, DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
 
 

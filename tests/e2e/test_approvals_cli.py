@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,24 +12,16 @@ from intentbus.cli.main import main
 from intentbus.state import Status
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
+from tests.e2e.conftest import waiting_in_production
 
 TENANT = "org_enterprise_alpha"
 
 
 @pytest.fixture
 def production(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCloud]:
-    with LocalCloud(
-        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
-    ) as cloud:
+    with waiting_in_production(tmp_path) as cloud:
         for name, value in cloud.clients.handler_environment().items():
             monkeypatch.setenv(name, value)  # the CLI's caller: a region and (fake) credentials
-        seed.seed_service(cloud.clients)
-        seed.seed_metrics(cloud.clients)
-        event = seed.latency_event(environment="production")
-        cloud.put_events(
-            [{"Source": "monitoring.example", "DetailType": event["type"], "Detail": json.dumps(event)}]
-        )
-        cloud.run_until_idle(max_invocations=100)
         yield cloud
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from intentbus.state import Status
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import HttpFront, LocalUser
+from tests.e2e.conftest import waiting_in_production
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TENANT = "org_enterprise_alpha"
@@ -35,16 +35,7 @@ if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
 
 @pytest.fixture
 def console(tmp_path: Path) -> Iterator[tuple[str, LocalCloud]]:
-    with LocalCloud(
-        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
-    ) as cloud:
-        seed.seed_service(cloud.clients)
-        seed.seed_metrics(cloud.clients)
-        event = seed.latency_event(environment="production")
-        cloud.put_events(
-            [{"Source": "monitoring.example", "DetailType": event["type"], "Detail": json.dumps(event)}]
-        )
-        cloud.run_until_idle(max_invocations=100)
+    with waiting_in_production(tmp_path) as cloud:
         front = HttpFront(
             cloud.template,
             lambda fn, e: cloud.invoke(fn, e).response,
