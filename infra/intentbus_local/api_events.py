@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -73,7 +72,3 @@ def scheduled_event(rule_arn: str, *, now: float, region: str, account_id: str) 
         "resources": [rule_arn],
         "detail": {},
     }
-
-
-def json_body(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload)

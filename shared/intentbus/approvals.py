@@ -18,13 +18,13 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus import facts
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope
 from intentbus.ids import derive_id
 from intentbus.journal import Approval, ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
-from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only
+from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
 from intentbus.state import Status, WorkflowState, settle
 
 STAGE = "approval"
@@ -374,13 +374,6 @@ class ApprovalDesk:
 def _follow(
     command: Envelope, fact_type: str, payload: Payload, *, version: int, now: datetime, index: int = 0
 ) -> Envelope:
-    return command.follow(
-        stage=STAGE,
-        type=fact_type,
-        kind=Kind.EVENT,
-        time=now,
-        source=facts.PIPELINE_SOURCE,
-        version=version,
-        payload=payload.model_dump(mode="json"),
-        index=index,
+    return pipeline_fact(
+        command, stage=STAGE, type_name=fact_type, payload=payload, time=now, version=version, index=index
     )

@@ -35,7 +35,7 @@ from intentbus.runtime import (
     validate_stage,
 )
 from intentbus.stages.common import StageCore
-from intentbus_local.template import load_template
+from intentbus_local.template import LocalTemplate, load_template
 from tests.harness import route
 
 REGION = "us-east-1"
@@ -92,9 +92,15 @@ def client(service: str) -> Any:
 # ------------------------------------------------------------------ tables, as template.yaml declares
 
 
+@functools.cache
+def _template() -> LocalTemplate:
+    """Translated once per test session: samtranslator is not free."""
+    return load_template()
+
+
 def create_table_from_template(dynamodb: Any, logical_id: str, name: str) -> str:
     """Creates a table exactly as template.yaml declares it: keys, indexes, TTL."""
-    properties = load_template().cloudformation["Resources"][logical_id]["Properties"]
+    properties = _template().cloudformation["Resources"][logical_id]["Properties"]
     dynamodb.create_table(
         TableName=name,
         **{key: properties[key] for key in _TABLE_KEYS if key in properties},

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
 from intentbus.catalog import Catalog
-from intentbus.envelope import Envelope
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.facts import PIPELINE_SOURCE
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import Bus, Clock, Quarantine, WorkflowStore
@@ -79,6 +81,29 @@ def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
             field="type",
         )
     return Fact(envelope=envelope, payload=payload)
+
+
+def pipeline_fact(
+    base: Envelope,
+    *,
+    stage: str,
+    type_name: str,
+    payload: BaseModel,
+    time: datetime,
+    version: int,
+    index: int = 0,
+) -> Envelope:
+    """A stage's published fact about ``base``: source intentbus.pipeline, its id derived from base's."""
+    return base.follow(
+        stage=stage,
+        type=type_name,
+        kind=Kind.EVENT,
+        time=time,
+        source=PIPELINE_SOURCE,
+        version=version,
+        payload=payload.model_dump(mode="json"),
+        index=index,
+    )
 
 
 def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -> BaseModel:

@@ -23,6 +23,7 @@ from intentbus.stages.common import (
     StageResult,
     commit_then_publish,
     log_only,
+    pipeline_fact,
     publish,
     quarantined,
     read_fact,
@@ -131,16 +132,15 @@ class RecordStage(Stage):
             )
         if isinstance(fact, facts.CommandOutcomeUnknown):
             paused = settle(state, status=Status.PAUSED, reason=fact.reason, now=now)
-            review = incoming.follow(
+            review = pipeline_fact(
+                incoming,
                 stage=STAGE,
-                type=facts.HUMAN_REVIEW_REQUIRED,
-                kind=Kind.EVENT,
+                type_name=facts.HUMAN_REVIEW_REQUIRED,
                 time=now,
-                source=facts.PIPELINE_SOURCE,
                 version=paused.version,
                 payload=facts.HumanReviewRequired(
                     reason=fact.reason, limit="outcome_unknown", spend={"steps": state.steps_taken}
-                ).model_dump(mode="json"),
+                ),
             )
             return paused, [review], Outcome.PAUSED, {"reason": fact.reason}
         advanced = record_result(state, command_id=command.id, result=fact.result, now=now)
@@ -202,14 +202,13 @@ class RecordStage(Stage):
 
     @staticmethod
     def _ended(incoming: Envelope, workflow: Workflow, state: WorkflowState, now: datetime) -> Envelope:
-        return incoming.follow(
+        return pipeline_fact(
+            incoming,
             stage=STAGE,
-            type=facts.WORKFLOW_FAILED,
-            kind=Kind.EVENT,
+            type_name=facts.WORKFLOW_FAILED,
             time=now,
-            source=facts.PIPELINE_SOURCE,
             version=state.version,
             payload=facts.WorkflowFailed(
                 workflow=workflow.name, status=state.status.value, reason=state.reason or ""
-            ).model_dump(mode="json"),
+            ),
         )
