@@ -43,6 +43,7 @@ from tests.faults.invariants import (
     safe_repeats,
 )
 from tests.faults.schedule import FANOUT, WORKFLOWS, Input, RunRef, Schedule
+from tests.faults.speedups import moto_fast_paths
 
 EXECUTE = "ExecuteFunction"
 QUARANTINE = "QuarantineQueue"
@@ -171,6 +172,7 @@ class FaultHarness:
         cloud.poller.faults = self.delivery_faults
         self._stack.enter_context(recording(self.calls, interceptors=(self._inject, self.tracker)))
         self._stack.enter_context(_jsonpath_parsed_once())
+        self._stack.enter_context(moto_fast_paths())
         seed.seed_service(cloud.clients)
         self._refresh_metrics()
 

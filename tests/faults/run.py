@@ -1,9 +1,10 @@
 """Seeded fault schedules over the incident, direct-tool and fan-out workflows on one local cloud.
 
-    python -m tests.faults.run [--schedules N] [--seed S] [--kinds k1,k2] [--verbose]
+    python -m tests.faults.run [--schedules N] [--seed S] [--workers W] [--kinds k1,k2] [--json F] [-v]
 
 Schedule i runs with seed S + i, so ``--schedules 1 --seed <a schedule's seed>`` replays it alone.
-N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed). Exit code 1 on any
+N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed); W to $FAULTS_WORKERS
+(else 1): each worker process runs its own local cloud over every W-th seed. Exit code 1 on any
 invariant violation.
 """
 
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import multiprocessing
 import os
 import random
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from intentbus_local.faults import ALL_KINDS
 from tests.faults.harness import FaultHarness, ScheduleResult
@@ -26,54 +30,107 @@ from tests.faults.schedule import generate
 DEFAULT_SCHEDULES = 40
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What one schedule came to, small enough to send back from a worker process."""
+
+    seed: int
+    description: str
+    faults: dict[str, int]
+    injected: list[str]
+    violations: list[str]
+    notes: list[str]
+    statuses: dict[str, str]
+    invocations: int
+    wall_seconds: float
+
+    @classmethod
+    def of(cls, result: ScheduleResult) -> Tally:
+        return cls(
+            seed=result.schedule.seed,
+            description=result.schedule.describe(),
+            faults=dict(Counter(fault.kind for fault in result.injected)),
+            injected=[str(fault) for fault in result.injected],
+            violations=list(result.violations),
+            notes=list(result.notes),
+            statuses=dict(result.statuses),
+            invocations=result.summary.total_invocations,
+            wall_seconds=result.wall_seconds,
+        )
+
+
 @dataclass
 class Outcome:
     seed: int
+    tallies: list[Tally] = field(default_factory=list)
     results: list[ScheduleResult] = field(default_factory=list)
+    """The full results, when the schedules ran in this process."""
     wall_seconds: float = 0.0
+    workers: int = 1
 
     @property
     def faults(self) -> Counter[str]:
-        return Counter(fault.kind for result in self.results for fault in result.injected)
+        total: Counter[str] = Counter()
+        for tally in self.tallies:
+            total.update(tally.faults)
+        return total
 
     @property
     def violations(self) -> list[tuple[int, str]]:
-        return [(r.schedule.seed, v) for r in self.results for v in r.violations]
+        return [(t.seed, v) for t in self.tallies for v in t.violations]
 
     @property
     def notes(self) -> list[tuple[int, str]]:
-        return [(r.schedule.seed, n) for r in self.results for n in r.notes]
+        return [(t.seed, n) for t in self.tallies for n in t.notes]
 
     @property
     def statuses(self) -> Counter[str]:
         return Counter(
-            f"{run.split(' ')[0]} {status}" for r in self.results for run, status in r.statuses.items()
+            f"{run.split(' ')[0]} {status}" for t in self.tallies for run, status in t.statuses.items()
         )
 
     @property
     def per_second(self) -> float:
-        return len(self.results) / self.wall_seconds if self.wall_seconds else 0.0
+        return len(self.tallies) / self.wall_seconds if self.wall_seconds else 0.0
 
-    def summary(self) -> str:
+    def summary(self, *, max_listed: int = 50) -> str:
+        violations, notes = self.violations, self.notes
         lines = [
-            f"schedules run: {len(self.results)} in {self.wall_seconds:.1f} s "
-            f"({self.per_second:.2f} schedules/s, {sum(r.summary.total_invocations for r in self.results)} "
-            "invocations)",
+            f"schedules run: {len(self.tallies)} in {self.wall_seconds:.1f} s with {self.workers} worker(s) "
+            f"({self.per_second:.2f} schedules/s, {sum(t.invocations for t in self.tallies)} invocations)",
             "faults injected by kind: "
             + (", ".join(f"{kind} {n}" for kind, n in sorted(self.faults.items())) or "none")
             + f" (total {sum(self.faults.values())})",
             "runs by final status: " + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items())),
-            f"invariant violations: {len(self.violations)}"
-            + (f" in {len({s for s, _ in self.violations})} schedule(s)" if self.violations else ""),
+            f"invariant violations: {len(violations)}"
+            + (f" in {len({s for s, _ in violations})} schedule(s)" if violations else ""),
         ]
-        lines += [f"  seed {seed}: {violation}" for seed, violation in self.violations]
-        if self.notes:
-            lines.append(f"notes (allowed, not violations): {len(self.notes)}")
-            lines += [f"  seed {seed}: {note}" for seed, note in self.notes]
+        codes = Counter(violation.split(")")[0] + ")" for _, violation in violations)
+        if codes:
+            lines.append("  by code: " + ", ".join(f"{code} {n}" for code, n in sorted(codes.items())))
+        lines += [f"  seed {seed}: {violation}" for seed, violation in violations[:max_listed]]
+        if len(violations) > max_listed:
+            lines.append(f"  ... and {len(violations) - max_listed} more (see --json)")
+        if notes:
+            lines.append(f"notes (allowed, not violations): {len(notes)}")
+            lines += [f"  seed {seed}: {note}" for seed, note in notes[:max_listed]]
         lines.append(
             f"seed: {self.seed} (replay one schedule: python -m tests.faults.run --schedules 1 --seed <seed>)"
         )
         return "\n".join(lines)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "seed": self.seed,
+            "schedules": len(self.tallies),
+            "workers": self.workers,
+            "wall_seconds": self.wall_seconds,
+            "faults": dict(self.faults),
+            "statuses": dict(self.statuses),
+            "violations": [{"seed": s, "violation": v} for s, v in self.violations],
+            "notes": [{"seed": s, "note": n} for s, n in self.notes],
+            "tallies": [asdict(t) for t in self.tallies],
+        }
 
 
 def run(
@@ -82,7 +139,7 @@ def run(
     *,
     kinds: Sequence[str] = ALL_KINDS,
     harness: FaultHarness | None = None,
-    progress: Callable[[ScheduleResult], None] | None = None,
+    progress: Callable[[Tally], None] | None = None,
 ) -> Outcome:
     """Runs ``schedules`` schedules with seeds ``seed``, ``seed + 1``, ...; reuses ``harness`` if given."""
     outcome = Outcome(seed=seed)
@@ -90,23 +147,82 @@ def run(
         started = time.monotonic()
         for index in range(schedules):
             result = running.run(generate(seed + index, kinds=kinds))
+            tally = Tally.of(result)
             outcome.results.append(result)
+            outcome.tallies.append(tally)
             if progress is not None:
-                progress(result)
+                progress(tally)
         outcome.wall_seconds = time.monotonic() - started
     return outcome
 
 
-def _print_progress(verbose: bool) -> Callable[[ScheduleResult], None]:
-    def report(result: ScheduleResult) -> None:
-        mark = "VIOLATION" if result.violations else "ok"
-        if verbose or result.violations:
-            faults = ", ".join(str(f) for f in result.injected) or "no faults"
-            print(f"{mark:9} {result.schedule.describe()}\n          injected: {faults}", flush=True)
-            for status in sorted(f"{run}: {s}" for run, s in result.statuses.items()):
+def run_parallel(
+    schedules: int,
+    seed: int,
+    *,
+    workers: int,
+    kinds: Sequence[str] = ALL_KINDS,
+    progress: Callable[[Tally], None] | None = None,
+) -> Outcome:
+    """The same schedules over ``workers`` processes, each with its own in-process local cloud."""
+    outcome = Outcome(seed=seed, workers=workers)
+    context = multiprocessing.get_context("spawn")
+    tallies: multiprocessing.Queue[Tally | None] = context.Queue()
+    started = time.monotonic()
+    processes = [
+        context.Process(
+            target=_worker, args=(list(range(seed + w, seed + schedules, workers)), list(kinds), tallies)
+        )
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    running = len(processes)
+    while running:
+        tally = tallies.get()
+        if tally is None:
+            running -= 1
+            continue
+        outcome.tallies.append(tally)
+        if progress is not None:
+            progress(tally)
+    for process in processes:
+        process.join()
+    failed = [p.exitcode for p in processes if p.exitcode]
+    if failed:
+        raise RuntimeError(f"{len(failed)} fault worker(s) exited with {failed}")
+    outcome.tallies.sort(key=lambda t: t.seed)
+    outcome.wall_seconds = time.monotonic() - started
+    return outcome
+
+
+def _worker(seeds: list[int], kinds: list[str], tallies: multiprocessing.Queue[Tally | None]) -> None:
+    try:
+        with FaultHarness() as harness:
+            for schedule_seed in seeds:
+                tallies.put(Tally.of(harness.run(generate(schedule_seed, kinds=kinds))))
+    finally:
+        tallies.put(None)
+
+
+def _print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
+    done = 0
+    started = time.monotonic()
+
+    def report(tally: Tally) -> None:
+        nonlocal done
+        done += 1
+        mark = "VIOLATION" if tally.violations else "ok"
+        if verbose or tally.violations:
+            print(f"{mark:9} {tally.description}", flush=True)
+            print(f"          injected: {', '.join(tally.injected) or 'no faults'}", flush=True)
+            for status in sorted(f"{run}: {s}" for run, s in tally.statuses.items()):
                 print(f"          {status}", flush=True)
-            for line in [*result.violations, *result.notes]:
+            for line in [*tally.violations, *tally.notes]:
                 print(f"          {line}", flush=True)
+        if not verbose and total >= 200 and done % max(1, total // 20) == 0:
+            elapsed = time.monotonic() - started
+            print(f"progress: {done}/{total} schedules, {elapsed:.0f} s", flush=True)
 
     return report
 
@@ -115,18 +231,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.run", description=__doc__.split("\n")[0])
     parser.add_argument("--schedules", type=int, default=int(os.environ.get("FAULTS", DEFAULT_SCHEDULES)))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument(
+        "--workers", type=int, default=int(os.environ.get("FAULTS_WORKERS", "1")), help="processes"
+    )
     parser.add_argument("--kinds", default=",".join(ALL_KINDS), help=f"fault kinds to draw from: {ALL_KINDS}")
+    parser.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="print every schedule, not just failing ones"
     )
     args = parser.parse_args(argv)
+    if args.schedules < 1 or args.workers < 1:
+        parser.error("--schedules and --workers must be at least 1")
     seed = args.seed
     if seed is None:
         seed = int(os.environ["FAULTS_SEED"]) if os.environ.get("FAULTS_SEED") else random.randrange(10**6)
     kinds = [kind for kind in args.kinds.split(",") if kind]
-    print(f"seed: {seed}, {args.schedules} schedule(s)", flush=True)
-    outcome = run(args.schedules, seed, kinds=kinds, progress=_print_progress(args.verbose))
+    unknown = sorted(set(kinds) - set(ALL_KINDS))
+    if unknown:
+        parser.error(f"unknown fault kind(s) {unknown}; choose from {list(ALL_KINDS)}")
+    print(f"seed: {seed}, {args.schedules} schedule(s), {args.workers} worker(s)", flush=True)
+    progress = _print_progress(args.verbose, args.schedules)
+    workers = min(args.workers, args.schedules)
+    if workers > 1:
+        outcome = run_parallel(args.schedules, seed, workers=workers, kinds=kinds, progress=progress)
+    else:
+        outcome = run(args.schedules, seed, kinds=kinds, progress=progress)
     print(outcome.summary())
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(outcome.to_json(), indent=1))
+        print(f"tallies written to {args.json}")
     return 1 if outcome.violations else 0
 
 
