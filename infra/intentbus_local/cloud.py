@@ -17,6 +17,7 @@ from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
 from intentbus_local.poller import Poller
 from intentbus_local.provision import provision
+from intentbus_local.schedules import Schedules
 from intentbus_local.sqs_event import with_account
 from intentbus_local.template import LocalTemplate, load_template
 from intentbus_local.topology import QueueInfo, Topology
@@ -105,6 +106,7 @@ class LocalCloud:
         self._topology: Topology | None = None
         self._runtime: LambdaRuntime | None = None
         self._poller: Poller | None = None
+        self._schedules: Schedules | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -144,6 +146,13 @@ class LocalCloud:
                 region=self._region,
                 account_id=self._topology.account_id,
             )
+            self._schedules = Schedules.from_template(
+                self._template,
+                self.invoke,
+                now=self.clock.now(),
+                region=self._region,
+                account_id=self._topology.account_id,
+            )
         except BaseException:
             self.close()
             raise
@@ -153,6 +162,7 @@ class LocalCloud:
             self._runtime.close()
             self._runtime = None
         self._poller = None
+        self._schedules = None
         if self._backend is not None:
             self._backend.stop()
             self._backend = None
@@ -175,6 +185,11 @@ class LocalCloud:
     def poller(self) -> Poller:
         """For tests that drive one mapping at a time (``poller.poll(mapping)``)."""
         return _started(self._poller)
+
+    @property
+    def schedules(self) -> Schedules:
+        """The template's scheduled rules; ``run_until_idle`` fires those whose virtual time came."""
+        return _started(self._schedules)
 
     @property
     def endpoint_url(self) -> str | None:
@@ -226,8 +241,11 @@ class LocalCloud:
         raise_on_limit: bool = True,
     ) -> RunSummary:
         """Polls every mapping until every stage queue is empty, advancing the virtual clock past pending
-        visibility timeouts. ``deadline_seconds`` is wall-clock time."""
+        visibility timeouts and firing the scheduled rules whose time came on it (so a test that advances
+        the clock by four hours and runs until idle sees the rules fire). ``deadline_seconds`` is
+        wall-clock time."""
         poller = _started(self._poller)
+        schedules = _started(self._schedules)
         summary = RunSummary(invocations=dict.fromkeys(self.topology.functions, 0))
         started = time.monotonic()
         deadline = started + deadline_seconds
@@ -244,6 +262,8 @@ class LocalCloud:
                 if raise_on_limit:
                     raise NotIdleError(summary)
                 return summary
+            for function in schedules.fire_due(self.clock.now()):
+                summary.invocations[function] += 1
             if self._poll_all(poller, summary, max_invocations):
                 continue
             if poller.pending_count:

@@ -79,8 +79,10 @@ def routes(template: LocalTemplate) -> list[Route]:
     return found
 
 
-class HttpFront:
-    """Serves the template's APIs at ``http://127.0.0.1:<port>/<stage>/...`` until closed."""
+class ApiDispatcher:
+    """Turns a request into the API Gateway event its route declares and invokes the route's function;
+    what the HTTP front does per request, callable without a server (the fault harness decides this way).
+    """
 
     def __init__(
         self, template: LocalTemplate, invoke: Invoke, user: LocalUser, now: Callable[[], float]
@@ -89,6 +91,55 @@ class HttpFront:
         self._invoke = invoke
         self.user = user
         self._now = now
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        body: str | None,
+        headers: Mapping[str, str],
+        *,
+        user: LocalUser | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        """``path`` includes the stage (``/v1/...``); ``user`` is the caller, by default the front's."""
+        caller = user or self.user
+        for route in self._routes:
+            prefix = f"/{route.stage}"
+            if route.method != method or not path.startswith(prefix + "/"):
+                continue
+            match = route.pattern.match(path[len(prefix) :])
+            if match is None:
+                continue
+            event = rest_request(
+                method=method,
+                path=path[len(prefix) :],
+                resource=route.resource,
+                path_parameters=match.groupdict(),
+                stage=route.stage,
+                body=body,
+                query=query or None,
+                headers=headers,
+                now=self._now(),
+                claims=caller.claims() if route.authorizer == "cognito" else None,
+                caller_arn=caller.caller_arn if route.authorizer == "iam" else None,
+            )
+            response = self._invoke(route.function, event)
+            return _to_http(response)
+        return (
+            404,
+            {"Content-Type": "application/json"},
+            json.dumps({"message": "Missing Authentication Token"}).encode(),
+        )
+
+
+class HttpFront:
+    """Serves the template's APIs at ``http://127.0.0.1:<port>/<stage>/...`` until closed."""
+
+    def __init__(
+        self, template: LocalTemplate, invoke: Invoke, user: LocalUser, now: Callable[[], float]
+    ) -> None:
+        self.dispatcher = ApiDispatcher(template, invoke, user, now)
         front = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -108,6 +159,14 @@ class HttpFront:
         self._thread.start()
 
     @property
+    def user(self) -> LocalUser:
+        return self.dispatcher.user
+
+    @user.setter
+    def user(self, user: LocalUser) -> None:
+        self.dispatcher.user = user
+
+    @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
@@ -120,7 +179,7 @@ class HttpFront:
         url = urlsplit(request.path)
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length).decode() if length else None
-        status, headers, payload = self.handle(
+        status, headers, payload = self.dispatcher.handle(
             method, url.path, dict(parse_qsl(url.query)), body, dict(request.headers.items())
         )
         request.send_response(status)
@@ -129,37 +188,6 @@ class HttpFront:
         request.send_header("Content-Length", str(len(payload)))
         request.end_headers()
         request.wfile.write(payload)
-
-    def handle(
-        self, method: str, path: str, query: Mapping[str, str], body: str | None, headers: Mapping[str, str]
-    ) -> tuple[int, dict[str, str], bytes]:
-        for route in self._routes:
-            prefix = f"/{route.stage}"
-            if route.method != method or not path.startswith(prefix + "/"):
-                continue
-            match = route.pattern.match(path[len(prefix) :])
-            if match is None:
-                continue
-            event = rest_request(
-                method=method,
-                path=path[len(prefix) :],
-                resource=route.resource,
-                path_parameters=match.groupdict(),
-                stage=route.stage,
-                body=body,
-                query=query or None,
-                headers=headers,
-                now=self._now(),
-                claims=self.user.claims() if route.authorizer == "cognito" else None,
-                caller_arn=self.user.caller_arn if route.authorizer == "iam" else None,
-            )
-            response = self._invoke(route.function, event)
-            return _to_http(response)
-        return (
-            404,
-            {"Content-Type": "application/json"},
-            json.dumps({"message": "Missing Authentication Token"}).encode(),
-        )
 
 
 def _to_http(response: Any) -> tuple[int, dict[str, str], bytes]:

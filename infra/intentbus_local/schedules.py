@@ -64,9 +64,10 @@ class Schedules:
     def next_at(self) -> float | None:
         return min((entry.next_at for entry in self.entries), default=None)
 
-    def fire_due(self, now: float) -> int:
-        """Fires each schedule whose time came, once (as EventBridge does after a pause); returns how many."""
-        fired = 0
+    def fire_due(self, now: float) -> list[str]:
+        """Fires each schedule whose time came, once (as EventBridge does after a pause); returns the
+        logical ids of the functions it invoked."""
+        fired: list[str] = []
         for entry in self.entries:
             if entry.next_at > now:
                 continue
@@ -76,5 +77,5 @@ class Schedules:
             )
             missed = int((now - entry.next_at) // entry.period) + 1
             entry.next_at += missed * entry.period
-            fired += 1
+            fired.append(entry.function)
         return fired

@@ -18,7 +18,6 @@ from intentbus.workflows.incident import workflow as incident
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import HttpFront, LocalUser
-from intentbus_local.schedules import Schedules
 from tests.e2e.conftest import waiting_in_production
 
 TENANT = "org_enterprise_alpha"
@@ -104,19 +103,13 @@ def test_expiry_fires_on_the_virtual_clock_and_a_late_approval_gets_409(
 ) -> None:
     cloud, store = waiting
     (approval,) = store.pending_approvals(TENANT)
-    schedules = Schedules.from_template(
-        cloud.template,
-        cloud.invoke,
-        now=cloud.clock.now(),
-        region="us-east-1",
-        account_id=cloud.topology.account_id,
-    )
     cloud.clock.advance(incident.approval_timeout.total_seconds() - 60)
-    schedules.fire_due(cloud.clock.now())
+    early = cloud.run_until_idle(max_invocations=100)
+    assert early.invocations["ExpireApprovalsFunction"] == 1
     assert store.pending_approvals(TENANT) != []
     cloud.clock.advance(timedelta(minutes=2).total_seconds())
-    assert schedules.fire_due(cloud.clock.now()) == 1
-    cloud.run_until_idle(max_invocations=100)
+    late = cloud.run_until_idle(max_invocations=100)
+    assert late.invocations["ExpireApprovalsFunction"] == 1
 
     (run,) = store.runs(TENANT)
     assert (run.status, run.reason) == (

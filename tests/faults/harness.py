@@ -34,6 +34,7 @@ from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
 from intentbus_local.topology import FunctionInfo
 from tests.botocore_calls import Call, CallLog, Proceed, recording
 from tests.faults import fanout_workflow
+from tests.faults.approver import Approver
 from tests.faults.invariants import (
     Effect,
     Observation,
@@ -175,6 +176,10 @@ class FaultHarness:
         self._stack.enter_context(moto_fast_paths())
         seed.seed_service(cloud.clients)
         self._refresh_metrics()
+        self.approver = Approver(
+            cloud, DynamoWorkflowStore(topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+        )
+        cloud.add_observer(self.approver.on_invocation)
 
     def close(self) -> None:
         self._stack.close()
@@ -200,6 +205,7 @@ class FaultHarness:
         plan = schedule.plan()
         sent: list[tuple[int, Mapping[str, Any], str, str]] = []
         self.call_faults.plan = self.delivery_faults.plan = plan
+        self.approver.reset({i.run: i.approval for i in schedule.inputs if i.approval and i.run})
         try:
             sent += self._emit([(i, 1 + (0 if i.late else i.copies - 1)) for i in schedule.inputs], len(sent))
             late = [(i, i.copies - 1) for i in schedule.inputs if i.late]
@@ -209,6 +215,16 @@ class FaultHarness:
             summary = cloud.run_until_idle(
                 max_invocations=self._max_invocations, deadline_seconds=self._deadline, raise_on_limit=False
             )
+            if self.approver.plans and summary.idle:
+                self.approver.act_on_all()
+                summary = _merged(
+                    summary,
+                    cloud.run_until_idle(
+                        max_invocations=self._max_invocations,
+                        deadline_seconds=self._deadline,
+                        raise_on_limit=False,
+                    ),
+                )
         finally:
             self.call_faults.plan = self.delivery_faults.plan = None
         violations: list[str] = []
@@ -328,6 +344,7 @@ class FaultHarness:
                 for name, spec in workflow.commands.items()
             },
         )
+        self._observe_approvals(obs, store)
         idempotency_table = topology.tables["IdempotencyTable"]
         for made in self.tracker.made:
             if made.function == EXECUTE and made.ok and self._is_effect(made):
@@ -354,6 +371,13 @@ class FaultHarness:
                     obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
         self._read_journal(obs)
         return obs
+
+    def _observe_approvals(self, obs: Observation, store: DynamoWorkflowStore) -> None:
+        for ref, decided in self.approver.decided.items():
+            obs.decisions[ref] = decided
+            approval = store.approval(ref.tenant_id, decided.approval_id)
+            if approval is not None:
+                obs.approvals[decided.approval_id] = approval
 
     def _is_effect(self, made: MadeCall) -> bool:
         if made.operation.startswith(_READS) or made.service in ("events", "sqs"):
@@ -404,6 +428,20 @@ class FaultHarness:
                     run = (str(detail["tenant_id"]), str(detail["run_id"]))
                     found.setdefault(run, []).append(f"{detail.get('type', '?')} in {dlq.logical_id}")
         return found
+
+
+def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
+    """Two consecutive runs until idle as one: the counts added, the second's ending."""
+    return replace(
+        second,
+        invocations={
+            k: first.invocations.get(k, 0) + second.invocations.get(k, 0) for k in second.invocations
+        },
+        messages_processed=first.messages_processed + second.messages_processed,
+        messages_failed=first.messages_failed + second.messages_failed,
+        virtual_seconds_advanced=first.virtual_seconds_advanced + second.virtual_seconds_advanced,
+        wall_seconds=first.wall_seconds + second.wall_seconds,
+    )
 
 
 def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

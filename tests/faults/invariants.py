@@ -18,6 +18,10 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     DLQ message that names it.
 (e) ``republished_identically``: every PutEvents entry a stage ever sent with a given envelope id has
     the same Detail, ids and times included.
+(f) ``approvals_decided_once``: in approval schedules, each approval the person acted on ends decided
+    once: its final status agrees with every successful answer the API gave (none if it expired), an
+    approval is never applied at or after its expiry, exactly one CommandAuthorized id exists for an
+    approved command and none otherwise, and a rejected or expired one leaves its run DENIED.
 
 Every violation starts with a stable code in parentheses, ``(c/executed-after-end) ...``; see ``code_of``.
 """
@@ -36,9 +40,10 @@ from intentbus import facts
 from intentbus.adapters.idempotency import KEY_PREFIX
 from intentbus.definition import RepeatSafety
 from intentbus.ids import canonical_json
-from intentbus.journal import LogEntry, Outcome
+from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_local.report import RunReport
+from tests.faults.approver import Decided
 from tests.faults.schedule import RunRef
 
 EFFECTFUL_COMMANDS = frozenset(
@@ -84,7 +89,7 @@ class RunView:
         return [
             dict(output.payload["command"])
             for entry in self.entries
-            if entry.stage == "authorize"
+            if entry.stage in ("authorize", "approval")
             for output in entry.outputs
             if output.type == facts.COMMAND_AUTHORIZED
         ]
@@ -120,6 +125,10 @@ class Observation:
     """Idempotency record id -> the fan-out journal key its command writes."""
     repeat_safety: dict[str, RepeatSafety] = field(default_factory=dict)
     """Command type -> what its tool declares."""
+    decisions: dict[RunRef, Decided] = field(default_factory=dict)
+    """What the approval schedules' person did, per run."""
+    approvals: dict[str, Approval] = field(default_factory=dict)
+    """Approval id -> the approval item as it ended."""
 
 
 Invariant = Callable[[Observation], list[str]]
@@ -244,6 +253,11 @@ def transitions(entries: Sequence[LogEntry]) -> list[LogEntry]:
             moved = entry.outcome is Outcome.WAITING or creates
         elif entry.stage == "record":
             moved = entry.outcome in (Outcome.APPLIED, Outcome.DENIED, Outcome.PAUSED)
+        elif entry.stage == "approval":
+            # A decision, or an expiry that found the run still waiting, moves it; a late expiry does not.
+            moved = entry.version == current + 1
+        elif entry.stage == "approval-attempt":
+            moved = False  # a refused attempt records the version its approval was proposed at
         elif entry.stage not in KNOWN_STAGES:
             moved = entry.outcome is not Outcome.STALE and entry.version == current + 1
         else:
@@ -293,7 +307,11 @@ def no_stale_transitions(obs: Observation) -> list[str]:
                 current = entry.version
                 continue
             checked = entry.stage == "authorize" and entry.outcome in (Outcome.APPLIED, Outcome.DENIED)
-            unknown = entry.stage not in KNOWN_STAGES and entry.outcome is not Outcome.STALE
+            unknown = (
+                entry.stage not in KNOWN_STAGES
+                and entry.stage != "approval-attempt"
+                and entry.outcome is not Outcome.STALE
+            )
             if (checked or unknown) and entry.version != current:
                 violations.append(
                     f"(c/claims-stale-version) {run.ref}: {_describe(entry)} claims v{entry.version}; "
@@ -368,22 +386,83 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if canonical_json(a) == canonical_json(b) else [path or "<root>"]
 
 
-INVARIANTS: tuple[Invariant, ...] = (
-    effects_at_most_once,
-    inputs_end_in_one_bucket,
-    no_stale_transitions,
-    nothing_stuck,
-    republished_identically,
-)
-
-
 _CODE = re.compile(r"^\((?P<code>[a-e]/[a-z\-]+|settle)\)")
+
+
+def _authorized_ids(obs: Observation, command_id: str) -> set[str]:
+    found: set[str] = set()
+    for envelope_id, details in obs.published.items():
+        detail = json.loads(details[0])
+        payload = detail.get("payload") or {}
+        command = payload.get("command") if isinstance(payload, dict) else None
+        if (
+            detail.get("type") == facts.COMMAND_AUTHORIZED
+            and isinstance(command, dict)
+            and command.get("id") == command_id
+        ):
+            found.add(envelope_id)
+    return found
+
+
+def approvals_decided_once(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    runs = {run.ref: run for run in obs.runs}
+    for ref, decided in obs.decisions.items():
+        approval = obs.approvals.get(decided.approval_id)
+        if approval is None:
+            violations.append(f"(f/approval-missing) {ref}: approval {decided.approval_id} is gone")
+            continue
+        status = approval.status.value.lower()
+        answered = [a for a in decided.attempts if a.status == 200]
+        wrong = [a for a in answered if a.answer != status]
+        if wrong or (approval.status is ApprovalStatus.PENDING and answered):
+            violations.append(
+                f"(f/answer-mismatch) {ref}: the approval ended {approval.status.value} but the API answered "
+                + ", ".join(f"{a.decision}: {a.status} {a.answer}" for a in decided.attempts)
+            )
+        if (
+            approval.status is ApprovalStatus.APPROVED
+            and approval.decided_at is not None
+            and approval.decided_at >= approval.expires_at
+        ):
+            violations.append(
+                f"(f/approved-after-expiry) {ref}: approved at {approval.decided_at.isoformat()}, "
+                f"it expired at {approval.expires_at.isoformat()}"
+            )
+        authorized = _authorized_ids(obs, approval.command.id)
+        wanted = 1 if approval.status is ApprovalStatus.APPROVED else 0
+        if len(authorized) != wanted:
+            violations.append(
+                f"(f/authorized-count) {ref}: {len(authorized)} CommandAuthorized id(s) for "
+                f"{approval.command.type} {approval.command.id}, whose approval is {approval.status.value}"
+            )
+        run = runs.get(ref)
+        if (
+            approval.status in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
+            and run is not None
+            and (run.state is None or run.state.status is not Status.DENIED)
+        ):
+            now = "no state" if run.state is None else run.state.status.value
+            violations.append(
+                f"(f/run-not-denied) {ref}: the approval is {approval.status.value}, the run {now}"
+            )
+    return violations
 
 
 def code_of(violation: str) -> str:
     """A violation's stable code, e.g. ``c/executed-after-end``."""
     found = _CODE.match(violation)
     return found.group("code") if found else "?"
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    effects_at_most_once,
+    inputs_end_in_one_bucket,
+    no_stale_transitions,
+    nothing_stuck,
+    republished_identically,
+    approvals_decided_once,
+)
 
 
 def check_all(obs: Observation) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,29 @@ class RunRef:
         return f"{self.workflow} {self.tenant_id}/{self.run_id}"
 
 
+APPROVE, REJECT = "approve", "reject"
+
+
+@dataclass(frozen=True)
+class ApprovalPlan:
+    """What the approver of a production scale-up does, and when (approval schedules)."""
+
+    decisions: tuple[str, ...]
+    """``approve`` / ``reject`` in order; two of them are a duplicate (or contradicting) decision."""
+    early: bool = False
+    """Decide as soon as authorize has written the approval, while the pipeline is still running."""
+    expiry_offset: float | None = None
+    """Move the virtual clock to ``expires_at + expiry_offset`` seconds first: the decision races expiry."""
+    sweep_first: bool = False
+    """With an offset: the expiry rule fires before the decision arrives."""
+
+    def describe(self) -> str:
+        text = "+".join(self.decisions) + (" early" if self.early else "")
+        if self.expiry_offset is not None:
+            text += f" at expiry{self.expiry_offset:+.0f}s" + (" after the sweep" if self.sweep_first else "")
+        return text
+
+
 @dataclass(frozen=True)
 class Input:
     envelope: Mapping[str, Any]
@@ -57,6 +80,8 @@ class Input:
     """How many times the producer sends it (at-least-once producers)."""
     late: bool = False
     """The extra copies are sent once the pipeline is under way, not with the first."""
+    approval: ApprovalPlan | None = None
+    """A production incident: its scale-up waits for a person, who does this."""
 
     def entry(self) -> dict[str, str]:
         return {"Source": self.source, "DetailType": self.detail_type, "Detail": json.dumps(self.envelope)}
@@ -93,10 +118,12 @@ class Schedule:
             rates += "; forced " + ", ".join(f"{k}@{s}#{n}" for (s, n), k in sorted(self.forced.items()))
         extra = sum(i.copies - 1 for i in self.inputs)
         malformed = sum(1 for i in self.inputs if i.run is None)
-        return (
+        approvals = "; ".join(f"{i.run}: {i.approval.describe()}" for i in self.inputs if i.approval)
+        text = (
             f"seed {self.seed}: {runs}; {extra} producer duplicate(s), {malformed} malformed; "
             f"faults: {rates} (at most {self.max_faults})"
         )
+        return text + (f"; approvals: {approvals}" if approvals else "")
 
 
 def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
@@ -106,7 +133,9 @@ def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
         fanout = 1
     inputs: list[Input] = []
     for k in range(incident):
-        inputs.append(_copies(rng, incident_input(seed, k)))
+        plan = _approval_plan(rng) if rng.random() < 0.4 else None
+        item = incident_input(seed, k, environment="production" if plan else "dev")
+        inputs.append(replace(_copies(rng, item), approval=plan))
     for k in range(fanout):
         inputs.append(_copies(rng, fanout_input(seed, k, _lines(rng))))
     for k in range(direct):
@@ -126,6 +155,28 @@ def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
         max_faults=rng.randint(1, 6),
         head_start=rng.randint(2, 15),
         focus=focus,
+    )
+
+
+def _approval_plan(rng: random.Random) -> ApprovalPlan:
+    roll = rng.random()
+    decisions = (
+        (APPROVE,)
+        if roll < 0.45
+        else (REJECT,)
+        if roll < 0.6
+        else (APPROVE, APPROVE)
+        if roll < 0.8
+        else (APPROVE, REJECT)
+        if roll < 0.9
+        else (REJECT, APPROVE)
+    )
+    racing = rng.random() < 0.4
+    return ApprovalPlan(
+        decisions=decisions,
+        early=rng.random() < 0.3,
+        expiry_offset=rng.choice((-90.0, -5.0, 0.0, 5.0, 90.0)) if racing else None,
+        sweep_first=racing and rng.random() < 0.5,
     )
 
 
@@ -160,9 +211,11 @@ def _lines(rng: random.Random) -> list[dict[str, Any]]:
     return lines
 
 
-def incident_input(seed: int, k: int = 0) -> Input:
+def incident_input(seed: int, k: int = 0, *, environment: str = "dev") -> Input:
     run = RunRef(f"t{seed}-inc{k}", f"run-{seed}-inc{k}", INCIDENT)
-    envelope = world.latency_event(tenant_id=run.tenant_id, event_id=f"evt-{seed}-inc{k}")
+    envelope = world.latency_event(
+        tenant_id=run.tenant_id, event_id=f"evt-{seed}-inc{k}", environment=environment
+    )
     envelope["run_id"] = run.run_id
     return Input(
         envelope=envelope, source=str(envelope["source"]), detail_type=str(envelope["type"]), run=run
