@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
 from intentbus.journal import Approval, ApprovalStatus, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
+from intentbus.ports import Claim, ClaimStatus, OutcomeInDoubt
 from intentbus.state import WorkflowState
 
 
@@ -31,12 +32,41 @@ class InMemoryStore:
     states: dict[tuple[str, str], WorkflowState] = field(default_factory=dict)
     logs: dict[tuple[str, str], dict[str, LogEntry]] = field(default_factory=dict)
     approvals: dict[str, Approval] = field(default_factory=dict)
+    resources: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
+    """(tenant, resource) -> (version, the command that claimed it)."""
     calls: int = 0
 
-    def snapshot(self, tenant_id: str, run_id: str, stage: str, input_id: str) -> Snapshot:
+    def snapshot(
+        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+    ) -> Snapshot:
         self.calls += 1
         entry = self.logs.get((tenant_id, run_id), {}).get(f"{stage}#{input_id}")
-        return Snapshot(state=self.states.get((tenant_id, run_id)), entry=entry)
+        version = None if resource is None else self.resources.get((tenant_id, resource), (0, ""))[0]
+        return Snapshot(state=self.states.get((tenant_id, run_id)), entry=entry, resource_version=version)
+
+    def claim(
+        self,
+        *,
+        tenant_id: str,
+        run_id: str,
+        command_id: str,
+        resource: str | None,
+        seen_version: int | None,
+        now: datetime,
+    ) -> Claim:
+        """The execution guard's semantics (intentbus.adapters.dynamodb_guard), in memory."""
+        self.calls += 1
+        state = self.states.get((tenant_id, run_id))
+        if state is not None and state.terminal:
+            return Claim(ClaimStatus.RUN_ENDED, run_status=state.status.value)
+        if resource is None:
+            return Claim(ClaimStatus.CLAIMED)
+        seen = seen_version or 0
+        version, holder = self.resources.get((tenant_id, resource), (0, ""))
+        if version != seen and holder != command_id:
+            return Claim(ClaimStatus.CONFLICT, holder=holder or None)
+        self.resources[(tenant_id, resource)] = (seen + 1, command_id)
+        return Claim(ClaimStatus.CLAIMED)
 
     def commit(self, commit: Commit) -> CommitResult:
         self.calls += 1
@@ -136,7 +166,11 @@ class InMemoryRunner:
         if key not in self.results:
             lapsed = key in self.lapsed
             self.lapsed.discard(key)
-            self.results[key] = after_lapse() if lapsed and after_lapse is not None else work()
+            try:
+                self.results[key] = after_lapse() if lapsed and after_lapse is not None else work()
+            except OutcomeInDoubt:
+                self.lapsed.add(key)  # the in-progress record stays until its lease lapses
+                raise
         return self.results[key]
 
 

@@ -67,7 +67,7 @@ class InMemoryPipeline:
             "validate": ValidateStage(deps, self.store),
             "decide": DecideStage(deps, self.store),
             "authorize": AuthorizeStage(deps, self.store),
-            "execute": ExecuteStage(deps, self.runner, self.clients),
+            "execute": ExecuteStage(deps, self.runner, self.clients, self.store),
             "record": RecordStage(deps, self.store),
         }
 

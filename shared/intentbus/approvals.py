@@ -188,7 +188,12 @@ class ApprovalDesk:
             verdict = Verdict(effect=Effect.ALLOW, rule="human-approval", reason=said)
             fact_type, payload = (
                 facts.COMMAND_AUTHORIZED,
-                facts.CommandAuthorized(command=command, verdict=verdict),
+                facts.CommandAuthorized(
+                    command=command,
+                    verdict=verdict,
+                    resource=approval.resource,
+                    resource_version=approval.resource_version,
+                ),
             )
         else:
             verdict = Verdict(effect=Effect.DENY, rule="human-approval", reason=said)

@@ -66,6 +66,9 @@ class Approval(BaseModel):
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision_reason: str | None = None
+    resource: str | None = None
+    resource_version: int | None = None
+    """The resource's version when the command was proposed for approval: it runs only at that version."""
 
     def expired_at(self, now: datetime) -> bool:
         return now >= self.expires_at
@@ -101,6 +104,8 @@ class Snapshot:
     state: WorkflowState | None
     entry: LogEntry | None
     """This stage's entry for this input, if it was already recorded (a redelivery)."""
+    resource_version: int | None = None
+    """The version of the resource asked for (0 if it was never changed); ``None`` if none was."""
 
 
 class CommitStatus(StrEnum):

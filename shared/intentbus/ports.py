@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -17,13 +19,47 @@ class Clock(Protocol):
 
 
 class WorkflowStore(Protocol):
-    def snapshot(self, tenant_id: str, run_id: str, stage: str, input_id: str) -> Snapshot:
-        """The run's state and this stage's entry for the input, in one read."""
+    def snapshot(
+        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+    ) -> Snapshot:
+        """The run's state and this stage's entry for the input (and a resource's version), in one read."""
         ...
 
     def commit(self, commit: Commit) -> CommitResult: ...
 
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]: ...
+
+
+class ClaimStatus(StrEnum):
+    CLAIMED = "claimed"
+    CONFLICT = "conflict"
+    """Another command moved the resource past the version this one was authorized at."""
+    RUN_ENDED = "run_ended"
+
+
+@dataclass(frozen=True)
+class Claim:
+    status: ClaimStatus
+    holder: str | None = None
+    """On a conflict: the command holding the resource's current version."""
+    run_status: str | None = None
+    """When the run ended: its status."""
+
+
+class ExecutionGuard(Protocol):
+    def claim(
+        self,
+        *,
+        tenant_id: str,
+        run_id: str,
+        command_id: str,
+        resource: str | None,
+        seen_version: int | None,
+        now: datetime,
+    ) -> Claim:
+        """In one write: the run has not ended, and (with a resource) the resource is still at
+        ``seen_version`` or already claimed by this command; claiming moves it to ``seen_version + 1``."""
+        ...
 
 
 class Bus(Protocol):
@@ -36,6 +72,11 @@ class Quarantine(Protocol):
     def put(
         self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None
     ) -> None: ...
+
+
+class OutcomeInDoubt(Exception):
+    """Raised by work that may have left its effect behind: the runner must remember the attempt, so the
+    next one goes through ``after_lapse`` (a check) instead of running the work blindly again."""
 
 
 class IdempotentRunner(Protocol):
@@ -51,7 +92,8 @@ class IdempotentRunner(Protocol):
     ) -> dict[str, Any]:
         """Run ``work`` at most once per idempotency key; a repeat returns the stored result.
 
-        When an earlier attempt's in-progress lock lapsed (it crashed or timed out mid-way), the
-        effect may have half-happened: ``after_lapse`` runs instead of ``work``, if given.
+        When an earlier attempt's in-progress lock lapsed (it crashed or timed out mid-way, or raised
+        ``OutcomeInDoubt``), the effect may have half-happened: ``after_lapse`` runs instead of ``work``,
+        if given. ``OutcomeInDoubt`` leaves the lock in place until its lease lapses, then propagates.
         """
         ...

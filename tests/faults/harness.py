@@ -383,7 +383,13 @@ class FaultHarness:
         if made.operation.startswith(_READS) or made.service in ("events", "sqs"):
             return False
         pipeline_tables = {self.cloud.topology.tables[name] for name in ("WorkflowTable", "IdempotencyTable")}
-        return not (made.service == "dynamodb" and made.params.get("TableName") in pipeline_tables)
+        if made.service != "dynamodb":
+            return True
+        tables = {made.params.get("TableName")} | {
+            str(next(iter(action.values())).get("TableName"))
+            for action in made.params.get("TransactItems", [])
+        }
+        return not tables <= pipeline_tables | {None}
 
     def _read_journal(self, obs: Observation) -> None:
         ddb = self.cloud.clients.dynamodb()

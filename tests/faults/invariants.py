@@ -11,8 +11,8 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     ``intentbus_local.report.build``, none "lost"; as many outcomes as inputs sent.
 (c) ``no_stale_transitions``: in each run's log, the state-changing entries' versions are 1, 2, …, n
     in time order, none claimed twice, n is the state's version; an authorization claims the version
-    current when it was written; every idempotency record is an authorized command's, taken before
-    its run ended.
+    current when it was written; every idempotency record is an authorized command's, and none made an
+    effect after its run ended.
 (d) ``nothing_stuck``: every run that is not terminal has a durable reason: a pending approval item
     (gsi1 ``T#<tenant>#APPROVALS#PENDING``), a budget pause in its log, a message in flight, or a
     DLQ message that names it.
@@ -318,6 +318,7 @@ def no_stale_transitions(obs: Observation) -> list[str]:
                     f"the run was at v{current}"
                 )
     commands = _commands_by_record(obs)
+    effects = _effects_by_record(obs)
     for record, item in obs.idempotency.items():
         owner = commands.get(record)
         if owner is None:
@@ -328,8 +329,9 @@ def no_stale_transitions(obs: Observation) -> list[str]:
             continue
         run, command = owner
         ended = obs.ended_at.get((run.ref.tenant_id, run.ref.run_id))
-        taken = obs.taken_at.get(record)
-        if ended is not None and taken is not None and taken > ended:
+        after_end = [effect for effect in effects.get(record, []) if ended is not None and effect.seq > ended]
+        if after_end:
+            taken = after_end[0].seq
             status = run.state.status.value if run.state else "?"
             violations.append(
                 f"(c/executed-after-end) {run.ref}: {command['type']} {command['id']} was executed "

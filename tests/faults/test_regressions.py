@@ -8,8 +8,6 @@ test_schedules.KNOWN_DEFECTS).
 
 from __future__ import annotations
 
-import pytest
-
 from intentbus_local import seed as world
 from intentbus_local.faults import CRASH_AFTER, THROTTLE, TIMEOUT_AFTER
 from tests.faults import fanout_workflow
@@ -22,13 +20,6 @@ def codes(violations: list[str]) -> set[str]:
     return {code_of(v) for v in violations}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DEFECT executed-after-end: execute runs a CommandAuthorized whatever became of its run. "
-    "A sibling was denied and the run ended DENIED while this command's execution was being retried; "
-    "the retry still ran the tool (record then logs it stale, after the effect). "
-    "shared/intentbus/stages/execute.py ExecuteStage.handle reads no run state (no version check).",
-)
 def test_execute_skips_a_command_whose_run_already_ended(harness: FaultHarness) -> None:
     lines = [
         {"sku": "sku-a", "quantity": 2, "channel": "web"},
@@ -48,6 +39,9 @@ def test_execute_skips_a_command_whose_run_already_ended(harness: FaultHarness) 
     journal = fanout_workflow.journal_key("t9201-fan0", "run-9201-fan0", "sku-a")
     assert result.observation.journal[journal] == 0, "sku-a was reserved for a run that had been denied"
     assert "c/executed-after-end" not in codes(result.violations), result.violations
+    run = next(r for r in result.observation.runs if r.ref.workflow == FANOUT)
+    skipped = [e for e in run.entries if e.stage == "record" and e.input_type == "CommandSkipped"]
+    assert [e.outcome.value for e in skipped] == ["stale"], "the skipped command was not recorded"
 
 
 def test_a_lost_response_from_a_reconcile_tool_is_not_applied_twice(harness: FaultHarness) -> None:
@@ -108,3 +102,30 @@ def test_an_input_validate_dead_lettered_is_reported_in_the_dlq(harness: FaultHa
     assert result.observation is not None
     assert [item.bucket for item in result.observation.report.inputs] == ["dlq"]
     assert "b/input-lost" not in codes(result.violations), result.violations
+
+
+def test_a_failed_reconcile_check_never_lets_the_tool_run_blindly_again(harness: FaultHarness) -> None:
+    """Found by the long run (seed 100459). Powertools could not mark sku-b's record COMPLETED (throttled)
+    after the journal write, so the retry found the record lapsed and reconciled; the reconcile read was
+    throttled too, Powertools deleted the in-progress record on that exception, and the next retry looked
+    fresh and reserved sku-b a second time. Now a failing check keeps the record in progress."""
+    schedule = schedule_of(
+        9206,
+        fanout_input(9206),
+        forced={
+            ("ExecuteFunction:dynamodb.UpdateItem", 3): THROTTLE,  # sku-b's COMPLETED update
+            ("ExecuteFunction:dynamodb.GetItem", 0): THROTTLE,  # the reconcile read after the lapse
+        },
+    )
+
+    result = harness.run(schedule)
+
+    assert [str(f).split(" ")[0] for f in result.injected] == [
+        "throttle@ExecuteFunction:dynamodb.UpdateItem#3",
+        "throttle@ExecuteFunction:dynamodb.GetItem#0",
+    ]
+    assert result.observation is not None
+    journal = fanout_workflow.journal_key("t9206-fan0", "run-9206-fan0", "sku-b")
+    assert result.observation.journal[journal] == 1, result.violations
+    assert result.statuses == {f"{FANOUT} t9206-fan0/run-9206-fan0": "COMPLETED"}
+    assert result.violations == []

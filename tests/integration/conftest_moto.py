@@ -387,3 +387,8 @@ class MotoPipeline:
                 if target is not None:
                     pending.append((target, delivered_body))
         return self.hops[start:]
+
+
+def dynamodb_budget(stage: str) -> int:
+    """DESIGN's budget: two DynamoDB calls per event, three at execute (the guard's resource check)."""
+    return 3 if stage == "execute" else 2

@@ -42,6 +42,7 @@ from tests.integration.conftest_moto import (
     create_queue,
     create_workflow_table,
     drain,
+    dynamodb_budget,
     lambda_context,
     resources,  # noqa: F401  (fixture)
     route_to_queue,
@@ -702,7 +703,10 @@ def test_direct_tool_stage_costs(pipeline: MotoPipeline) -> None:
     hops = pipeline.run(_seed_body())
 
     for hop in hops:
-        assert len(hop.dynamodb(pipeline.pipeline_tables)) <= 2, (hop.stage, hop.calls)
+        assert len(hop.dynamodb(pipeline.pipeline_tables)) <= dynamodb_budget(hop.stage), (
+            hop.stage,
+            hop.calls,
+        )
         assert len(hop.put_events) == (1 if hop.published else 0), (hop.stage, hop.calls)
         assert hop.of("sqs") == [], f"{hop.stage} quarantined on the happy path"
     (execute,) = [hop for hop in hops if hop.stage == "execute"]

@@ -24,6 +24,7 @@ from tests.integration.conftest_moto import (
     Resources,
     aws,  # noqa: F401  (fixture)
     client,
+    dynamodb_budget,
     resources,  # noqa: F401  (fixture)
     shared_session,
 )
@@ -276,7 +277,10 @@ def _run_id(hops: list[Hop]) -> str:
 
 def _assert_happy_path_costs(world: World, hops: list[Hop]) -> None:
     for hop in hops:
-        assert len(hop.dynamodb(world.pipeline.pipeline_tables)) <= 2, (hop.stage, hop.calls)
+        assert len(hop.dynamodb(world.pipeline.pipeline_tables)) <= dynamodb_budget(hop.stage), (
+            hop.stage,
+            hop.calls,
+        )
         assert len(hop.put_events) == (1 if hop.published else 0), (hop.stage, hop.calls)
         assert hop.of("sqs") == [], f"{hop.stage} quarantined on the happy path"
 

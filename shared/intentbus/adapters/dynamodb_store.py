@@ -65,6 +65,13 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
     }
 
 
+RESOURCE_SK = "RESOURCE"
+
+
+def resource_pk(tenant_id: str, resource: str) -> str:
+    return f"T#{tenant_id}#RES#{resource}"
+
+
 APPROVAL_SK = "APPROVAL"
 PENDING_APPROVALS = "APPROVALS#PENDING"
 """gsi2's one key: pending approvals of every tenant by expiry, for the expiry sweep (a sparse index)."""
@@ -100,12 +107,16 @@ class DynamoWorkflowStore:
         self._table = table_name
         self._client = client
 
-    def snapshot(self, tenant_id: str, run_id: str, stage: str, input_id: str) -> Snapshot:
+    def snapshot(
+        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+    ) -> Snapshot:
         pk = run_pk(tenant_id, run_id)
         keys: list[dict[str, Any]] = [
             {"pk": _s(pk), "sk": _s(STATE_SK)},
             {"pk": _s(pk), "sk": _s(log_sk(stage, input_id))},
         ]
+        if resource is not None:
+            keys.append({"pk": _s(resource_pk(tenant_id, resource)), "sk": _s(RESOURCE_SK)})
         found: list[dict[str, Any]] = []
         request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
         while request:
@@ -113,12 +124,15 @@ class DynamoWorkflowStore:
             found.extend(response["Responses"].get(self._table, []))
             request = dict(response.get("UnprocessedKeys") or {})
         state = entry = None
+        resource_version = None if resource is None else 0
         for item in found:
             if item["sk"]["S"] == STATE_SK:
                 state = WorkflowState.model_validate_json(item["state"]["S"])
+            elif item["sk"]["S"] == RESOURCE_SK:
+                resource_version = int(item["version"]["N"])
             else:
                 entry = LogEntry.model_validate_json(item["entry"]["S"])
-        return Snapshot(state=state, entry=entry)
+        return Snapshot(state=state, entry=entry, resource_version=resource_version)
 
     def commit(self, commit: Commit) -> CommitResult:
         log_put: dict[str, Any] = {

@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.envelope import Envelope
+from intentbus.ports import OutcomeInDoubt
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -112,12 +113,27 @@ class PowertoolsIdempotentRunner:
         self._client.replaced_lapsed = False
 
         def attempt() -> dict[str, Any]:
-            if self._client.replaced_lapsed and after_lapse is not None:
-                return after_lapse()
-            return work()
+            try:
+                if self._client.replaced_lapsed and after_lapse is not None:
+                    return after_lapse()
+                return work()
+            except OutcomeInDoubt as doubt:
+                raise _KeepInProgress(doubt) from doubt
 
-        result: dict[str, Any] = self._run(command=command.to_json_dict(), work=attempt)
+        try:
+            result: dict[str, Any] = self._run(command=command.to_json_dict(), work=attempt)
+        except _KeepInProgress as kept:
+            raise kept.doubt from kept.doubt.__cause__
         return result
+
+
+class _KeepInProgress(BaseException):
+    """Carries an ``OutcomeInDoubt`` past Powertools, which deletes the in-progress record on any
+    ``Exception``: deleted, the next attempt would look fresh and run the work blindly again."""
+
+    def __init__(self, doubt: OutcomeInDoubt) -> None:
+        super().__init__(str(doubt))
+        self.doubt = doubt
 
 
 def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[str, Any]:

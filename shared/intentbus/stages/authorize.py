@@ -43,6 +43,9 @@ class _Turn:
     read: WorkflowState | None
     """The run as read, whose version the write is conditioned on."""
     now: datetime
+    resource: str | None = None
+    resource_version: int | None = None
+    """The resource's version as read with the run: execute runs the command only at this version."""
 
 
 @dataclass
@@ -67,15 +70,19 @@ class AuthorizeStage(Stage):
             raise MalformedInput(
                 f"{command.type!r} is a {command.kind.value}, not a command", field="command.kind"
             )
-        snapshot = self.store.snapshot(command.tenant_id, command.run_id, STAGE, proposed.id)
-        if snapshot.entry is not None:
-            return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
         workflow = self.deps.catalog.owner(command.type)
         if workflow is None or command.type not in workflow.commands:
             raise MalformedInput(
                 f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
             )
-        typed_payload(workflow.commands[command.type].model, command, "detail.payload.command")
+        spec = workflow.commands[command.type]
+        arguments = typed_payload(spec.model, command, "detail.payload.command")
+        resource = spec.resource(arguments) if spec.resource is not None else None
+        snapshot = self.store.snapshot(
+            command.tenant_id, command.run_id, STAGE, proposed.id, resource=resource
+        )
+        if snapshot.entry is not None:
+            return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
         now = self.deps.clock.now()
         state, is_new = self._run_for(snapshot.state, command, workflow, now)
         if state is None:
@@ -106,6 +113,8 @@ class AuthorizeStage(Stage):
             is_new=is_new,
             read=snapshot.state,
             now=now,
+            resource=resource,
+            resource_version=snapshot.resource_version,
         )
         return self._apply(turn, verdict)
 
@@ -155,7 +164,12 @@ class AuthorizeStage(Stage):
         payload: Payload
         if verdict.effect is Effect.ALLOW:
             fact_type, outcome = facts.COMMAND_AUTHORIZED, Outcome.APPLIED
-            payload = facts.CommandAuthorized(command=command, verdict=verdict)
+            payload = facts.CommandAuthorized(
+                command=command,
+                verdict=verdict,
+                resource=turn.resource,
+                resource_version=turn.resource_version,
+            )
         elif verdict.effect is Effect.DENY:
             fact_type, outcome = facts.COMMAND_DENIED, Outcome.DENIED
             payload = facts.CommandDenied(command=command, verdict=verdict)
@@ -219,6 +233,8 @@ def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:
         confidence=turn.fact.confidence,
         requested_at=turn.now,
         expires_at=turn.now + turn.workflow.approval_timeout,
+        resource=turn.resource,
+        resource_version=turn.resource_version,
     )
     waiting = turn.state.model_copy(
         update={

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.journal import Outcome
 from intentbus.policy import Effect
-from intentbus.ports import IdempotentRunner
+from intentbus.ports import ClaimStatus, ExecutionGuard, IdempotentRunner, OutcomeInDoubt
 from intentbus.registry import Payload
 from intentbus.stages.common import Stage, StageDeps, StageResult, publish, quarantined, read_fact
 
@@ -27,6 +28,7 @@ class ExecuteStage(Stage):
     deps: StageDeps
     runner: IdempotentRunner
     clients: ClientProvider
+    guard: ExecutionGuard
 
     def bind(self, context: LambdaContext) -> None:
         self.runner.bind(context)
@@ -58,7 +60,21 @@ class ExecuteStage(Stage):
         except MalformedInput as error:
             return quarantined(self.deps, STAGE, error, body, message_id)
 
-        attempt = _Attempt(self, fact.envelope, command, spec.tool, arguments)
+        resource = spec.resource(arguments) if spec.resource is not None else None
+        if resource is not None and fact.payload.resource not in (None, resource):
+            return quarantined(
+                self.deps,
+                STAGE,
+                MalformedInput(
+                    f"authorized for resource {fact.payload.resource!r}, the command changes {resource!r}",
+                    field="detail.payload.resource",
+                ),
+                body,
+                message_id,
+            )
+        attempt = _Attempt(
+            self, fact.envelope, command, spec.tool, arguments, resource, fact.payload.resource_version
+        )
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
         output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
         return publish(
@@ -75,6 +91,8 @@ class _Attempt:
     command: Envelope
     tool: Tool
     arguments: BaseModel
+    resource: str | None
+    seen_version: int | None
     ran: bool = False
 
     @property
@@ -89,6 +107,9 @@ class _Attempt:
 
     def run(self) -> dict[str, Any]:
         self.ran = True
+        refused = self._claim()
+        if refused is not None:
+            return refused
         try:
             result = dict(self.tool.run(self.arguments, self._context))
         except ToolError as error:
@@ -104,9 +125,47 @@ class _Attempt:
             if self.tool.repeat_safety is RepeatSafety.RECONCILE:
                 return self._after_unknown(error)
             raise
+        except Exception as error:
+            if self.tool.repeat_safety is RepeatSafety.RECONCILE:
+                raise OutcomeInDoubt(
+                    f"{self.tool.name} raised {error!r}; it may have taken effect"
+                ) from error
+            raise
         return self._output(
             facts.COMMAND_EXECUTED, facts.CommandExecuted(command=self.command, result=result)
         )
+
+    def _claim(self) -> dict[str, Any] | None:
+        """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not."""
+        claim = self.stage.guard.claim(
+            tenant_id=self.command.tenant_id,
+            run_id=self.command.run_id,
+            command_id=self.command.id,
+            resource=self.resource,
+            seen_version=self.seen_version,
+            now=self.stage.deps.clock.now(),
+        )
+        if claim.status is ClaimStatus.RUN_ENDED:
+            reason = f"the run had ended ({claim.run_status}) before {self.command.type} could run: not run"
+            return self._output(
+                facts.COMMAND_SKIPPED, facts.CommandSkipped(command=self.command, reason=reason)
+            )
+        if claim.status is ClaimStatus.CONFLICT:
+            assert self.resource is not None
+            seen = self.seen_version or 0
+            reason = (
+                f"{self.resource} was changed by {claim.holder or 'another command'} after this command "
+                f"was authorized at its version {seen}: not run"
+            )
+            conflicted = facts.CommandConflicted(
+                command=self.command,
+                resource=self.resource,
+                authorized_at_version=seen,
+                holder=claim.holder,
+                reason=reason,
+            )
+            return self._output(facts.COMMAND_CONFLICTED, conflicted)
+        return None
 
     def _after_unknown(self, error: Exception) -> dict[str, Any]:
         """A RECONCILE tool failed in a way that may have left its effect behind: check before any retry."""
@@ -116,7 +175,7 @@ class _Attempt:
                 facts.COMMAND_OUTCOME_UNKNOWN,
                 facts.CommandOutcomeUnknown(command=self.command, reason=reason),
             )
-        found = self.tool.reconcile(self.arguments, self._context)
+        found = self._reconcile()
         if found is None:
             raise error  # the effect did not happen: a retry is safe
         executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
@@ -133,11 +192,19 @@ class _Attempt:
                 facts.COMMAND_OUTCOME_UNKNOWN,
                 facts.CommandOutcomeUnknown(command=self.command, reason=reason),
             )
-        found = self.tool.reconcile(self.arguments, self._context)
+        found = self._reconcile()
         if found is None:
             return self.run()
         executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
         return self._output(facts.COMMAND_EXECUTED, executed)
+
+    def _reconcile(self) -> Mapping[str, Any] | None:
+        """The tool's check; if the check itself fails, the doubt stays recorded for the next attempt."""
+        assert self.tool.reconcile is not None
+        try:
+            return self.tool.reconcile(self.arguments, self._context)
+        except Exception as error:
+            raise OutcomeInDoubt(f"reconciling {self.tool.name} failed: {error!r}") from error
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
         return self.incoming.follow(

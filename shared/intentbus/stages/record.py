@@ -32,12 +32,21 @@ from intentbus.state import Status, WorkflowState, record_result, settle
 
 STAGE = "record"
 
-OutcomeFact = facts.CommandExecuted | facts.CommandFailed | facts.CommandDenied | facts.CommandOutcomeUnknown
+OutcomeFact = (
+    facts.CommandExecuted
+    | facts.CommandFailed
+    | facts.CommandDenied
+    | facts.CommandOutcomeUnknown
+    | facts.CommandConflicted
+    | facts.CommandSkipped
+)
 _OUTCOMES: dict[str, type[Payload]] = {
     facts.COMMAND_EXECUTED: facts.CommandExecuted,
     facts.COMMAND_FAILED: facts.CommandFailed,
     facts.COMMAND_DENIED: facts.CommandDenied,
     facts.COMMAND_OUTCOME_UNKNOWN: facts.CommandOutcomeUnknown,
+    facts.COMMAND_CONFLICTED: facts.CommandConflicted,
+    facts.COMMAND_SKIPPED: facts.CommandSkipped,
 }
 
 
@@ -122,13 +131,14 @@ class RecordStage(Stage):
                 Outcome.DENIED,
                 {"reason": fact.verdict.reason},
             )
-        if isinstance(fact, facts.CommandFailed):
-            settled = settle(state, status=Status.FAILED, reason=fact.error, now=now)
+        if isinstance(fact, facts.CommandFailed | facts.CommandConflicted | facts.CommandSkipped):
+            why = fact.error if isinstance(fact, facts.CommandFailed) else fact.reason
+            settled = settle(state, status=Status.FAILED, reason=why, now=now)
             return (
                 settled,
                 [self._ended(incoming, workflow, settled, now)],
                 Outcome.APPLIED,
-                {"reason": fact.error},
+                {"reason": why},
             )
         if isinstance(fact, facts.CommandOutcomeUnknown):
             paused = settle(state, status=Status.PAUSED, reason=fact.reason, now=now)

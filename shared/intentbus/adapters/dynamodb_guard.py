@@ -1,0 +1,92 @@
+"""The execution guard on the workflow table: one TransactWriteItems per command, before its tool runs.
+
+It checks the run has not ended and, for a command that names a resource, moves the resource item from
+the version the command was authorized at to the next one. Of commands authorized at one version only
+the first to claim runs; the rest find the version moved and are conflicts. A claim by the same command
+again (a retry after a crash) passes, so a holder that died never blocks its resource: there is nothing
+to release, and a command authorized after the claim reads the new version.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, resource_pk, run_pk
+from intentbus.ports import Claim, ClaimStatus
+from intentbus.state import TERMINAL
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class DynamoExecutionGuard:
+    def __init__(self, table_name: str, client: DynamoDBClient) -> None:
+        self._table = table_name
+        self._client = client
+
+    def claim(
+        self,
+        *,
+        tenant_id: str,
+        run_id: str,
+        command_id: str,
+        resource: str | None,
+        seen_version: int | None,
+        now: datetime,
+    ) -> Claim:
+        ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
+        actions: list[dict[str, Any]] = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table,
+                    "Key": {"pk": {"S": run_pk(tenant_id, run_id)}, "sk": {"S": STATE_SK}},
+                    "ConditionExpression": f"NOT (#status IN ({', '.join(ended)}))",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": ended,
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+        ]
+        if resource is not None:
+            seen = seen_version or 0
+            actions.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": {"pk": {"S": resource_pk(tenant_id, resource)}, "sk": {"S": RESOURCE_SK}},
+                        "UpdateExpression": "SET #version = :next, holder = :command, claimed_at = :now",
+                        "ConditionExpression": (
+                            "(attribute_not_exists(#version) AND :seen = :zero) "
+                            "OR #version = :seen OR holder = :command"
+                        ),
+                        "ExpressionAttributeNames": {"#version": "version"},
+                        "ExpressionAttributeValues": {
+                            ":next": {"N": str(seen + 1)},
+                            ":seen": {"N": str(seen)},
+                            ":zero": {"N": "0"},
+                            ":command": {"S": command_id},
+                            ":now": {"S": now.isoformat()},
+                        },
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+            )
+        try:
+            self._client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
+            failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
+            if failed and failed[0]:
+                status = reasons[0].get("Item", {}).get("status", {}).get("S")
+                return Claim(ClaimStatus.RUN_ENDED, run_status=status)
+            if len(failed) > 1 and failed[1]:
+                holder = reasons[1].get("Item", {}).get("holder", {}).get("S")
+                return Claim(ClaimStatus.CONFLICT, holder=holder)
+            raise  # cancelled for another reason (a concurrent transaction): retried by SQS
+        return Claim(ClaimStatus.CLAIMED)
