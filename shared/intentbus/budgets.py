@@ -1,12 +1,18 @@
-"""Budget checks: a workflow that crosses a limit is paused for a person, never allowed to spend on."""
+"""Budget checks: a workflow that crosses a limit is paused for a person, never allowed to spend on.
+
+A run's budget is, in order of precedence: the limits a person raised when resuming it (stored on
+the run's state, ``WorkflowState.budget_override``), the workflow's budget for the run's tenant
+(``Workflow.tenant_budgets``), the workflow's default (``Workflow.budget``). All three are in hand
+when decide checks, so the check costs no DynamoDB call.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from intentbus.definition import Budget
-from intentbus.state import WorkflowState
+from intentbus.definition import Budget, Workflow
+from intentbus.state import BudgetOverride, WorkflowState
 
 
 @dataclass(frozen=True)
@@ -16,23 +22,61 @@ class BudgetBreach:
     spend: dict[str, int | float]
 
 
-def check(budget: Budget, state: WorkflowState, *, depth: int, now: datetime) -> BudgetBreach | None:
-    spend: dict[str, int | float] = {
+def for_tenant(workflow: Workflow, tenant_id: str) -> Budget:
+    """The workflow's budget for the tenant: its tenant budget if it has one, else the default."""
+    return workflow.tenant_budgets.get(tenant_id, workflow.budget)
+
+
+def raised(budget: Budget, override: BudgetOverride | None) -> Budget:
+    """``budget`` with the limits ``override`` sets."""
+    if override is None:
+        return budget
+    return replace(
+        budget,
+        max_depth=budget.max_depth if override.max_depth is None else override.max_depth,
+        max_steps=budget.max_steps if override.max_steps is None else override.max_steps,
+        max_tokens=budget.max_tokens if override.max_tokens is None else override.max_tokens,
+        deadline=budget.deadline if override.deadline is None else override.deadline,
+    )
+
+
+def for_run(workflow: Workflow, state: WorkflowState) -> Budget:
+    """The budget that applies to this run now."""
+    return raised(for_tenant(workflow, state.tenant_id), state.budget_override)
+
+
+def describe(budget: Budget) -> dict[str, int | float]:
+    """The limits as plain numbers, for facts and the log."""
+    return {
+        "max_depth": budget.max_depth,
+        "max_steps": budget.max_steps,
+        "max_tokens": budget.max_tokens,
+        "deadline_seconds": budget.deadline.total_seconds(),
+    }
+
+
+def spend(state: WorkflowState, *, depth: int, now: datetime) -> dict[str, int | float]:
+    """What the run has spent, with the depth of the event about to be decided."""
+    return {
         "depth": depth,
         "steps": state.steps_taken,
         "tokens": state.tokens_used,
         "elapsed_seconds": (now - state.started_at).total_seconds(),
     }
+
+
+def check(budget: Budget, state: WorkflowState, *, depth: int, now: datetime) -> BudgetBreach | None:
+    spent = spend(state, depth=depth, now=now)
     if depth > budget.max_depth:
-        return BudgetBreach("depth", f"causation depth {depth} is over the limit {budget.max_depth}", spend)
+        return BudgetBreach("depth", f"causation depth {depth} is over the limit {budget.max_depth}", spent)
     if state.steps_taken >= budget.max_steps:
         return BudgetBreach(
-            "steps", f"{state.steps_taken} steps taken, the limit is {budget.max_steps}", spend
+            "steps", f"{state.steps_taken} steps taken, the limit is {budget.max_steps}", spent
         )
     if state.tokens_used >= budget.max_tokens:
         return BudgetBreach(
-            "tokens", f"{state.tokens_used} tokens used, the limit is {budget.max_tokens}", spend
+            "tokens", f"{state.tokens_used} tokens used, the limit is {budget.max_tokens}", spent
         )
     if now - state.started_at > budget.deadline:
-        return BudgetBreach("deadline", f"the run is older than its deadline of {budget.deadline}", spend)
+        return BudgetBreach("deadline", f"the run is older than its deadline of {budget.deadline}", spent)
     return None

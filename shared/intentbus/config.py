@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from intentbus.errors import ConfigurationError
 
@@ -24,6 +25,34 @@ class Settings(BaseModel):
     """How long a command's result is kept, so a redelivery gets it instead of running again."""
     idempotency_lease_seconds: float | None = Field(default=None, gt=0)
     """Caps the in-progress lock; by default it lasts the invocation's remaining time."""
+    bedrock_model_id: str | None = Field(default=None, min_length=1, max_length=2048)
+    """The Bedrock model (or inference profile) the decide stage's model agents use; unset: scripted."""
+    bedrock_region: str | None = Field(default=None, min_length=1)
+    """Where to call Bedrock; by default the function's own region."""
+    bedrock_max_tokens: int = Field(default=1024, ge=1, le=200_000)
+    bedrock_temperature: float = Field(default=0.0, ge=0.0, le=1.0)
+    bedrock_tool_choice: Literal["auto", "any"] = "auto"
+    """``any`` makes the model call a tool (Claude, Nova, Mistral Large); ``auto`` works with every model."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_empty_bedrock(cls, values: Any) -> Any:
+        """The template passes an empty string for a Bedrock parameter left at its default: unset."""
+        if isinstance(values, dict):
+            return {k: v for k, v in values.items() if not (k.startswith("bedrock_") and v == "")}
+        return values
+
+    def bedrock(self) -> BedrockSettings | None:
+        """The Bedrock settings, or ``None`` when no model is configured (model agents use fallbacks)."""
+        if self.bedrock_model_id is None:
+            return None
+        return BedrockSettings(
+            model_id=self.bedrock_model_id,
+            region=self.bedrock_region,
+            max_tokens=self.bedrock_max_tokens,
+            temperature=self.bedrock_temperature,
+            tool_choice=self.bedrock_tool_choice,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -38,3 +67,15 @@ class Settings(BaseModel):
         if not self.idempotency_table:
             raise ConfigurationError("IDEMPOTENCY_TABLE is required by the execute stage")
         return self.idempotency_table
+
+
+class BedrockSettings(BaseModel):
+    """How the decide stage calls Bedrock: the model, where, and its inference settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_id: str = Field(min_length=1)
+    region: str | None = None
+    max_tokens: int = Field(default=1024, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=1.0)
+    tool_choice: Literal["auto", "any"] = "auto"

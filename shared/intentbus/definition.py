@@ -6,11 +6,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus.envelope import Kind
+from intentbus.errors import ConfigurationError
 from intentbus.policy import Policy
 from intentbus.registry import TypeSpec
 
@@ -24,6 +25,12 @@ class TokenUsage(BaseModel):
     @property
     def total(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
 
 
 class ProposedCommand(BaseModel):
@@ -44,6 +51,8 @@ class Decision(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(ge=0.0, le=1.0)
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    model: str | None = None
+    """The model that produced the decision; ``None`` for a scripted agent."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,27 @@ class DecisionContext:
     event_type: str
     event: BaseModel
     environment: str
+    commands: Mapping[str, CommandSpec] = field(default_factory=dict)
+    """The command types the agent is offered for this decision (``Step.tools``), by name."""
+    selection: Mapping[str, Any] | None = None
+    """What the step's ``context`` selector chose for a model to see; ``None``: the default view."""
+
+    def view(self) -> Mapping[str, Any]:
+        """What a model is shown: the step's selection, or the event's payload and the run's position."""
+        if self.selection is not None:
+            return self.selection
+        return {
+            "workflow": self.workflow,
+            "tenant_id": self.tenant_id,
+            "environment": self.environment,
+            "step_index": self.step_index,
+            "event_type": self.event_type,
+            "event": self.event.model_dump(mode="json"),
+        }
+
+
+ContextSelector = Callable[[DecisionContext], Mapping[str, Any]]
+"""Chooses, for one decision, what a model sees (JSON-able); the workflow log is never shown whole."""
 
 
 class Agent(Protocol):
@@ -64,6 +94,37 @@ class Agent(Protocol):
     def name(self) -> str: ...
 
     def decide(self, context: DecisionContext) -> Decision: ...
+
+
+class MalformedDecision(Exception):
+    """An agent's answer that is not a valid decision: why, and the raw output it gave.
+
+    ``raw`` is JSON-able (for a model: its message and stop reason), kept for the repair attempt and
+    for the quarantine record; ``tokens`` is what producing it cost.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        raw: Any,
+        field: str | None = None,
+        tokens: TokenUsage | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
+        self.field = field
+        self.tokens = tokens or TokenUsage()
+
+
+@runtime_checkable
+class RepairableAgent(Agent, Protocol):
+    """An agent that can be shown why its answer was refused and asked once more (a model)."""
+
+    def repair(self, context: DecisionContext, failure: MalformedDecision) -> Decision:
+        """A corrected decision, or ``MalformedDecision`` again; called at most once per decision."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -75,6 +136,38 @@ class ScriptedAgent:
 
     def decide(self, context: DecisionContext) -> Decision:
         return self.script(context)
+
+
+@dataclass(frozen=True)
+class ModelAgent:
+    """An agent whose decisions come from a language model, bound when the stage runs.
+
+    The workflow names the agent and its instructions; the deployment picks the model (Bedrock when
+    ``BEDROCK_MODEL_ID`` is set). With no model configured, ``fallback`` decides, so a workflow with
+    scripted fallbacks runs with no credentials (the demo, the tests).
+    """
+
+    name: str
+    instructions: str
+    """The system prompt: the agent's job. The event and the tools are added to it for each decision."""
+    fallback: Agent | None = None
+    max_tokens: int | None = None
+    """Overrides ``BEDROCK_MAX_TOKENS`` for this agent."""
+    temperature: float | None = None
+    """Overrides ``BEDROCK_TEMPERATURE`` for this agent."""
+
+    def decide(self, context: DecisionContext) -> Decision:
+        if self.fallback is None:
+            raise ConfigurationError(
+                f"agent {self.name!r} needs a model and has no fallback: set BEDROCK_MODEL_ID"
+            )
+        return self.fallback.decide(context)
+
+
+class ModelProvider(Protocol):
+    """Binds a ``ModelAgent`` to a configured model (the Bedrock adapter) when a stage runs."""
+
+    def agent(self, spec: ModelAgent) -> Agent: ...
 
 
 class RepeatSafety(StrEnum):
@@ -174,6 +267,13 @@ class Step:
     final: bool = False
     outcome_payload: Callable[[StepResults], Mapping[str, Any]] | None = None
     """Builds the outcome's payload; by default the single command's result is the payload."""
+    context: ContextSelector | None = None
+    """What a model sees for this step; by default the event's payload and the run's position."""
+    tools: tuple[str, ...] | None = None
+    """The command types the agent is offered; by default every command the workflow declares.
+
+    An offer is not a permission: policy still decides whether a proposed command may run.
+    """
 
 
 @dataclass
@@ -184,6 +284,8 @@ class Workflow:
     version: str
     policy: Policy
     budget: Budget = field(default_factory=Budget)
+    tenant_budgets: dict[str, Budget] = field(default_factory=dict)
+    """Per tenant, a budget that replaces ``budget``: configuration, so checking it costs no read."""
     approval_timeout: timedelta = timedelta(hours=4)
     """Every approval expires; a wait with no timeout would hang silently."""
     on_approval_expiry: Literal["cancel", "escalate"] = "cancel"
@@ -222,6 +324,11 @@ class Workflow:
         ]
         return [*self.events.values(), *command_specs]
 
+    def offered(self, step: Step) -> dict[str, CommandSpec]:
+        """The commands a step's agent is offered (``Step.tools``, or every declared command)."""
+        names = self.commands if step.tools is None else step.tools
+        return {name: self.commands[name] for name in names if name in self.commands}
+
     def problems(self) -> list[str]:
         """What is inconsistent in the definition; the catalog refuses to load it if any."""
         found: list[str] = []
@@ -232,6 +339,11 @@ class Workflow:
                 found.append(f"step on {step.on!r}: outcome {step.outcome!r} is not a declared event")
             if step.agent is None and step.on not in self.commands:
                 found.append(f"step on {step.on!r}: a step without an agent must be on a command type")
+            found.extend(
+                f"step on {step.on!r}: tool {name!r} is not a declared command"
+                for name in step.tools or ()
+                if name not in self.commands
+            )
         for name in self.starts_on:
             if name not in self.steps:
                 found.append(f"{name!r} starts the workflow but no step handles it")

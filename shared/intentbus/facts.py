@@ -27,10 +27,14 @@ HUMAN_APPROVAL_REQUIRED = "HumanApprovalRequired"
 COMMAND_EXECUTED = "CommandExecuted"
 COMMAND_FAILED = "CommandFailed"
 COMMAND_OUTCOME_UNKNOWN = "CommandOutcomeUnknown"
+COMMAND_CONFLICTED = "CommandConflicted"
+COMMAND_SKIPPED = "CommandSkipped"
 HUMAN_REVIEW_REQUIRED = "HumanReviewRequired"
 APPROVAL_EXPIRED = "ApprovalExpired"
 WORKFLOW_COMPLETED = "WorkflowCompleted"
 WORKFLOW_FAILED = "WorkflowFailed"
+RUN_RESUMED = "RunResumed"
+RUN_CANCELLED = "RunCancelled"
 
 
 class EventAccepted(Payload):
@@ -50,6 +54,10 @@ class CommandProposed(Payload):
 class CommandAuthorized(Payload):
     command: Envelope
     verdict: Verdict
+    resource: str | None = None
+    """The resource the command changes, if its workflow names one."""
+    resource_version: int | None = None
+    """The resource's version when the command was authorized: execute runs it only at that version."""
 
 
 class CommandDenied(Payload):
@@ -76,6 +84,24 @@ class CommandFailed(Payload):
     error: str
 
 
+class CommandConflicted(Payload):
+    """Another command changed the resource since this one was authorized: it was never run."""
+
+    command: Envelope
+    resource: str
+    authorized_at_version: int
+    holder: str | None
+    """The command that holds the resource's current version."""
+    reason: str
+
+
+class CommandSkipped(Payload):
+    """The run had already ended when the command reached execute: it was never run."""
+
+    command: Envelope
+    reason: str
+
+
 class CommandOutcomeUnknown(Payload):
     """An earlier attempt may have half-happened and the tool cannot tell: a person decides."""
 
@@ -94,6 +120,32 @@ class ApprovalExpired(Payload):
 class HumanReviewRequired(Payload):
     reason: str
     limit: str
+    spend: dict[str, int | float]
+
+
+class RunResumed(Payload):
+    """A person resumed a paused run; the paused input is published again to be decided once."""
+
+    workflow: str
+    reviewer: str
+    reason: str
+    review_id: str
+    """The HumanReviewRequired fact this answers."""
+    accepted_id: str
+    """The EventAccepted published again for the paused event."""
+    budget: dict[str, int | float]
+    """The run's limits from now on."""
+    spend: dict[str, int | float]
+    """What the run had spent when it paused."""
+
+
+class RunCancelled(Payload):
+    """A person cancelled a paused run: it ends CANCELLED."""
+
+    workflow: str
+    reviewer: str
+    reason: str
+    review_id: str
     spend: dict[str, int | float]
 
 
@@ -117,10 +169,14 @@ _MODELS: dict[str, type[Payload]] = {
     COMMAND_EXECUTED: CommandExecuted,
     COMMAND_FAILED: CommandFailed,
     COMMAND_OUTCOME_UNKNOWN: CommandOutcomeUnknown,
+    COMMAND_CONFLICTED: CommandConflicted,
+    COMMAND_SKIPPED: CommandSkipped,
     HUMAN_REVIEW_REQUIRED: HumanReviewRequired,
     APPROVAL_EXPIRED: ApprovalExpired,
     WORKFLOW_COMPLETED: WorkflowCompleted,
     WORKFLOW_FAILED: WorkflowFailed,
+    RUN_RESUMED: RunResumed,
+    RUN_CANCELLED: RunCancelled,
 }
 
 PIPELINE_TYPES: tuple[TypeSpec, ...] = tuple(

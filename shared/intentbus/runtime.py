@@ -16,6 +16,8 @@ from intentbus.stages.common import StageDeps
 
 if TYPE_CHECKING:
     from intentbus.approvals import ApprovalDesk
+    from intentbus.definition import ModelProvider
+    from intentbus.review import ReviewDesk
     from intentbus.stages.authorize import AuthorizeStage
     from intentbus.stages.decide import DecideStage
     from intentbus.stages.execute import ExecuteStage
@@ -52,7 +54,21 @@ def validate_stage(runtime: Runtime) -> ValidateStage:
 def decide_stage(runtime: Runtime) -> DecideStage:
     from intentbus.stages.decide import DecideStage
 
-    return DecideStage(runtime.deps, runtime.store)
+    return DecideStage(runtime.deps, runtime.store, models=model_provider(runtime))
+
+
+def model_provider(runtime: Runtime) -> ModelProvider | None:
+    """Bedrock for the workflows' model agents when ``BEDROCK_MODEL_ID`` is set; else their fallbacks.
+
+    The client is created on the first decision that needs it, in ``BEDROCK_REGION`` (by default the
+    function's region).
+    """
+    bedrock = runtime.settings.bedrock()
+    if bedrock is None:
+        return None
+    from intentbus.adapters.bedrock_agent import BedrockModels
+
+    return BedrockModels.from_settings(bedrock)
 
 
 def authorize_stage(runtime: Runtime) -> AuthorizeStage:
@@ -62,6 +78,7 @@ def authorize_stage(runtime: Runtime) -> AuthorizeStage:
 
 
 def execute_stage(runtime: Runtime) -> ExecuteStage:
+    from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
     from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
     from intentbus.stages.execute import ExecuteStage
 
@@ -71,7 +88,8 @@ def execute_stage(runtime: Runtime) -> ExecuteStage:
         retention_seconds=runtime.settings.idempotency_retention_seconds,
         lease_seconds=runtime.settings.idempotency_lease_seconds,
     )
-    return ExecuteStage(runtime.deps, runner, runtime.clients)
+    guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
+    return ExecuteStage(runtime.deps, runner, runtime.clients, guard)
 
 
 def record_stage(runtime: Runtime) -> RecordStage:
@@ -84,3 +102,9 @@ def approval_desk(runtime: Runtime) -> ApprovalDesk:
     from intentbus.approvals import ApprovalDesk
 
     return ApprovalDesk(runtime.deps, runtime.store)
+
+
+def review_desk(runtime: Runtime) -> ReviewDesk:
+    from intentbus.review import ReviewDesk
+
+    return ReviewDesk(runtime.deps, runtime.store)

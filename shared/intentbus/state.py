@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -16,9 +16,45 @@ class Status(StrEnum):
     COMPLETED = "COMPLETED"
     DENIED = "DENIED"
     FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    """A person cancelled the run while it was paused for review."""
 
 
-TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED})
+TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED, Status.CANCELLED})
+
+
+class BudgetOverride(BaseModel):
+    """Limits a person raised for one run when resuming it; ``None`` keeps the workflow's (or tenant's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_depth: int | None = Field(default=None, ge=0)
+    max_steps: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    deadline: timedelta | None = None
+    """The run's whole deadline, from its start (not an extension from now)."""
+
+    def over(self, earlier: BudgetOverride | None) -> BudgetOverride:
+        """This override's limits, the ``earlier`` one's where this one sets none."""
+        if earlier is None:
+            return self
+        mine = self.model_dump(exclude_none=True)
+        return BudgetOverride.model_validate({**earlier.model_dump(exclude_none=True), **mine})
+
+    @property
+    def empty(self) -> bool:
+        return not self.model_dump(exclude_none=True)
+
+
+class Resumption(BaseModel):
+    """A person's resume: at ``step_index``, only ``accepted_id`` (the paused input again) is decided."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accepted_id: str
+    step_index: int = Field(ge=0)
+    by: str
+    at: datetime
 
 
 class WorkflowState(BaseModel):
@@ -47,6 +83,10 @@ class WorkflowState(BaseModel):
     started_at: datetime
     updated_at: datetime
     reason: str | None = None
+    budget_override: BudgetOverride | None = None
+    """Limits raised by a person's resume; the budget check uses them over the workflow's."""
+    resumed: Resumption | None = None
+    """The last resume, which fences its step to the paused input re-published by the resume."""
 
     @property
     def terminal(self) -> bool:

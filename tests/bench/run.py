@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.bench import aws_calls, cold_start
+from tests.bench import aws_calls, cold_start, decide_overhead
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,6 +71,7 @@ def main() -> int:
         f"(ratio {per_step['cost_ratio']:.2f})"
     )
     results = {"stages": figures, "baseline_cold_start_ms": round(baseline, 1), "per_step": per_step}
+    results["decide_overhead"] = decide_overhead.report()
     out = ROOT / ".bench" / "results.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

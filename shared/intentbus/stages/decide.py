@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import logging
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 
 from intentbus import budgets, facts
-from intentbus.definition import Decision, DecisionContext, ProposedCommand, Step, Workflow
+from intentbus.definition import (
+    Agent,
+    Decision,
+    DecisionContext,
+    MalformedDecision,
+    ModelAgent,
+    ModelProvider,
+    ProposedCommand,
+    RepairableAgent,
+    Step,
+    Workflow,
+)
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, idempotency_key
@@ -31,6 +45,7 @@ from intentbus.stages.common import (
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 
 STAGE = "decide"
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -70,10 +85,33 @@ class _Turn:
         )
 
 
+RAW_OUTPUT_CHARS = 3000
+"""How much of the agent's raw output a quarantine reason carries (the queue keeps 4,096 characters)."""
+
+
+class RejectedDecision(MalformedInput):
+    """The agent's output stayed invalid (after one repair, for a model): quarantined with its output.
+
+    The quarantine record's body stays the input message, so it can be redriven as it is once the
+    agent is fixed; the reason carries why and the raw output of each attempt (cut to fit), and the
+    whole output is logged.
+    """
+
+    def __init__(self, why: str, *, field: str | None, agent: str, attempts: list[MalformedDecision]) -> None:
+        raw = json.dumps([attempt.raw for attempt in attempts], ensure_ascii=False, default=str)
+        if len(raw) > RAW_OUTPUT_CHARS:
+            raw = raw[:RAW_OUTPUT_CHARS] + f"... ({len(raw)} characters in all)"
+        super().__init__(f"{why} | raw output: {raw}", field=field)
+        self.agent = agent
+        self.attempts = attempts
+
+
 @dataclass
 class DecideStage(Stage):
     deps: StageDeps
     store: WorkflowStore
+    models: ModelProvider | None = None
+    """Binds the workflows' ``ModelAgent`` steps to a model; ``None``: their scripted fallbacks decide."""
     _decisions: dict[str, Decision] = field(default_factory=dict)
     """Decisions made in this invocation, reused if the write must be retried: one model call per event."""
 
@@ -87,6 +125,16 @@ class DecideStage(Stage):
                 result = self._attempt(fact.envelope, fact.payload.event)
                 if result is not None:
                     return result
+        except RejectedDecision as error:
+            logger.warning(
+                "decision quarantined",
+                extra={
+                    "agent": error.agent,
+                    "reason": error.reason,
+                    "attempts": [{"reason": a.reason, "raw": a.raw} for a in error.attempts],
+                },
+            )
+            return quarantined(self.deps, STAGE, error, body, message_id)
         except MalformedInput as error:
             return quarantined(self.deps, STAGE, error, body, message_id)
         finally:
@@ -119,7 +167,7 @@ class DecideStage(Stage):
                 now=now,
                 state=state,
             )
-        stale = _why_stale(state, event, workflow)
+        stale = _why_stale(state, event, workflow, accepted.id)
         if stale is not None:
             return self._record_only(
                 accepted=accepted, event=event, outcome=Outcome.STALE, reason=stale, now=now, state=state
@@ -135,7 +183,7 @@ class DecideStage(Stage):
         turn = _Turn(
             accepted=accepted, event=event, workflow=workflow, base=base, is_new=state is None, now=now
         )
-        breach = budgets.check(workflow.budget, base, depth=event.depth, now=now)
+        breach = budgets.check(budgets.for_run(workflow, base), base, depth=event.depth, now=now)
         if breach is not None:
             return self._pause(turn, breach)
         return self._propose(turn, self._decision(turn, step))
@@ -153,9 +201,42 @@ class DecideStage(Stage):
                 event_type=turn.event.type,
                 event=spec.model.model_validate(turn.event.payload),
                 environment=self.deps.environment,
+                commands=turn.workflow.offered(step),
             )
-            self._decisions[key] = step.agent.decide(context)
+            if step.context is not None:
+                context = replace(context, selection=step.context(context))
+            self._decisions[key] = self._decide(turn, self._agent(step.agent), context)
         return self._decisions[key]
+
+    def _agent(self, agent: Agent) -> Agent:
+        if isinstance(agent, ModelAgent) and self.models is not None:
+            return self.models.agent(agent)
+        return agent
+
+    def _decide(self, turn: _Turn, agent: Agent, context: DecisionContext) -> Decision:
+        """The agent's decision, checked; a model gets one repair attempt, shown why it was refused."""
+        try:
+            return _checked(turn.workflow, agent.decide(context))
+        except MalformedDecision as failure:
+            first = failure
+        if not isinstance(agent, RepairableAgent):  # a scripted agent would answer the same again
+            raise RejectedDecision(
+                f"agent {agent.name!r} proposed an invalid decision: {first.reason}",
+                field=first.field,
+                agent=agent.name,
+                attempts=[first],
+            )
+        try:
+            repaired = _checked(turn.workflow, agent.repair(context, first))
+        except MalformedDecision as second:
+            raise RejectedDecision(
+                f"agent {agent.name!r}'s answer is still invalid after one repair attempt: {second.reason}",
+                field=second.field,
+                agent=agent.name,
+                attempts=[first, second],
+            ) from None
+        # The refused answer was paid for too: the run's token budget counts both.
+        return repaired.model_copy(update={"tokens": first.tokens + repaired.tokens})
 
     def _propose(self, turn: _Turn, decision: Decision) -> StageResult | None:
         step_index = turn.base.step_index + 1
@@ -218,7 +299,15 @@ class DecideStage(Stage):
             at=turn.now,
             version=state.version,
             outputs=(turn.output(facts.HUMAN_REVIEW_REQUIRED, review, version=state.version),),
-            summary={"reason": breach.reason, "limit": breach.limit},
+            summary={
+                "reason": breach.reason,
+                "limit": breach.limit,
+                "spend": breach.spend,
+                "budget": budgets.describe(budgets.for_run(turn.workflow, turn.base)),
+                # The paused input, so that a person's resume can publish it again (intentbus.review).
+                "event_id": turn.event.id,
+                "event": turn.event.to_json_dict(),
+            },
         )
         return commit_then_publish(self.deps, self.store, turn.commit(entry, state), turn.accepted)
 
@@ -246,18 +335,40 @@ class DecideStage(Stage):
         )
 
 
-def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int) -> Envelope:
-    """The proposal as a typed command; an agent's invalid proposal is malformed, never run."""
-    spec = turn.workflow.commands.get(proposed.type)
+def _checked(workflow: Workflow, decision: Decision) -> Decision:
+    """The decision if every proposal is a declared command with a valid payload; else malformed."""
+    problems: list[MalformedInput] = []
+    for proposed in decision.commands:
+        try:
+            _canonical(workflow, proposed)
+        except MalformedInput as problem:
+            problems.append(problem)
+    if problems:
+        raise MalformedDecision(
+            "; ".join(problem.reason for problem in problems),
+            raw={"decision": decision.model_dump(mode="json")},
+            field=problems[0].field,
+            tokens=decision.tokens,
+        )
+    return decision
+
+
+def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
+    spec = workflow.commands.get(proposed.type)
     if spec is None:
         raise MalformedInput(
-            f"the agent proposed {proposed.type!r}, which workflow {turn.workflow.name!r} does not declare",
+            f"the agent proposed {proposed.type!r}, which workflow {workflow.name!r} does not declare",
             field="decision.commands",
         )
     try:
-        canonical = spec.model.model_validate(proposed.payload).model_dump(mode="json")
+        return spec.model.model_validate(proposed.payload).model_dump(mode="json")
     except ValidationError as error:
         raise MalformedInput.from_validation(error, prefix=f"decision.{proposed.type}.") from None
+
+
+def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int) -> Envelope:
+    """The proposal as a typed command; an agent's invalid proposal is malformed, never run."""
+    canonical = _canonical(turn.workflow, proposed)
     return turn.accepted.follow(
         stage="decide.command",
         type=proposed.type,
@@ -273,7 +384,9 @@ def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int
     )
 
 
-def _why_stale(state: WorkflowState | None, event: Envelope, workflow: Workflow) -> str | None:
+def _why_stale(
+    state: WorkflowState | None, event: Envelope, workflow: Workflow, accepted_id: str
+) -> str | None:
     if state is None:
         if event.type in workflow.starts_on:
             return None
@@ -286,4 +399,7 @@ def _why_stale(state: WorkflowState | None, event: Envelope, workflow: Workflow)
         return f"the run is {state.status.value}"
     if event.step_index != state.step_index or state.pending:
         return f"the event is from step {event.step_index}; the run is at step {state.step_index}"
+    resumed = state.resumed
+    if resumed is not None and resumed.step_index == state.step_index and accepted_id != resumed.accepted_id:
+        return f"{resumed.by} resumed step {state.step_index} to decide {resumed.accepted_id} again, not this"
     return None

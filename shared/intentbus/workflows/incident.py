@@ -17,6 +17,7 @@ from intentbus.definition import (
     Budget,
     Decision,
     DecisionContext,
+    ModelAgent,
     ProposedCommand,
     RepeatSafety,
     ScriptedAgent,
@@ -311,24 +312,42 @@ workflow.command(
     resource=lambda command: f"ecs:{command.cluster}/{command.service}",
 )
 
-workflow.step(
-    Step(on="ServiceLatencyIncreased", agent=ScriptedAgent("triage", _triage), outcome="DiagnosisRequested")
+# Each step's agent is a model when the deployment configures one (BEDROCK_MODEL_ID), and its
+# scripted twin otherwise: the demo and the tests need no credentials. Either way it only proposes.
+TRIAGE = ModelAgent(
+    "triage",
+    instructions=(
+        "A service's p99 latency crossed its threshold. Propose collecting the service's latency "
+        "diagnostics first; do not act on the service before it is diagnosed."
+    ),
+    fallback=ScriptedAgent("triage", _triage),
 )
-workflow.step(
-    Step(
-        on="DiagnosisRequested",
-        agent=ScriptedAgent("diagnostician", _diagnose),
-        outcome="DependencyFailureSuspected",
-    )
+DIAGNOSTICIAN = ModelAgent(
+    "diagnostician",
+    instructions=(
+        "The service's latency diagnostics are in. Propose checking its dependencies' error rates "
+        "to find the one that is failing."
+    ),
+    fallback=ScriptedAgent("diagnostician", _diagnose),
 )
-workflow.step(
-    Step(on="DependencyFailureSuspected", agent=ScriptedAgent("planner", _plan), outcome="RecoveryProposed")
+PLANNER = ModelAgent(
+    "planner",
+    instructions=(
+        "A dependency of the service is suspected of failing. Propose planning a recovery for the "
+        "service, naming that dependency."
+    ),
+    fallback=ScriptedAgent("planner", _plan),
 )
-workflow.step(
-    Step(
-        on="RecoveryProposed",
-        agent=ScriptedAgent("operator", _operate),
-        outcome="RecoveryCompleted",
-        final=True,
-    )
+OPERATOR = ModelAgent(
+    "operator",
+    instructions=(
+        "A recovery plan is ready. Propose scaling the service to the plan's desired count, "
+        "from the count the plan was made from."
+    ),
+    fallback=ScriptedAgent("operator", _operate),
 )
+
+workflow.step(Step(on="ServiceLatencyIncreased", agent=TRIAGE, outcome="DiagnosisRequested"))
+workflow.step(Step(on="DiagnosisRequested", agent=DIAGNOSTICIAN, outcome="DependencyFailureSuspected"))
+workflow.step(Step(on="DependencyFailureSuspected", agent=PLANNER, outcome="RecoveryProposed"))
+workflow.step(Step(on="RecoveryProposed", agent=OPERATOR, outcome="RecoveryCompleted", final=True))
