@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -239,11 +239,13 @@ class LocalCloud:
         max_invocations: int = 1000,
         deadline_seconds: float = 60.0,
         raise_on_limit: bool = True,
+        hold: Collection[str] = (),
     ) -> RunSummary:
         """Polls every mapping until every stage queue is empty, advancing the virtual clock past pending
         visibility timeouts and firing the scheduled rules whose time came on it (so a test that advances
         the clock by four hours and runs until idle sees the rules fire). ``deadline_seconds`` is
-        wall-clock time."""
+        wall-clock time. The mappings of the functions in ``hold`` are left disabled (as with
+        ``UpdateEventSourceMapping Enabled=false``): their queues fill up and do not count against idle."""
         poller = _started(self._poller)
         schedules = _started(self._schedules)
         summary = RunSummary(invocations=dict.fromkeys(self.topology.functions, 0))
@@ -256,7 +258,7 @@ class LocalCloud:
             elif time.monotonic() > deadline:
                 summary.stop_reason = f"deadline ({deadline_seconds} s) passed"
             if summary.stop_reason:
-                if not poller.pending_count and self._stage_queues_empty():
+                if not poller.pending_count and self._stage_queues_empty(hold):
                     summary.idle, summary.stop_reason = True, None  # the last invocation allowed finished it
                     return summary
                 if raise_on_limit:
@@ -264,7 +266,7 @@ class LocalCloud:
                 return summary
             for function in schedules.fire_due(self.clock.now()):
                 summary.invocations[function] += 1
-            if self._poll_all(poller, summary, max_invocations):
+            if self._poll_all(poller, summary, max_invocations, hold):
                 continue
             if poller.pending_count:
                 next_visible = poller.next_visible_at()
@@ -272,16 +274,20 @@ class LocalCloud:
                     summary.virtual_seconds_advanced += self.clock.advance_to(next_visible)
                 poller.release_due()
                 continue
-            if self._stage_queues_empty():
+            if self._stage_queues_empty(hold):
                 summary.idle = True
                 summary.wall_seconds = time.monotonic() - started
                 return summary
             # In flight or delayed, but not by a failure the poller saw (e.g. a handler extended it).
             time.sleep(_IDLE_POLL_INTERVAL)
 
-    def _poll_all(self, poller: Poller, summary: RunSummary, max_invocations: int) -> bool:
+    def _poll_all(
+        self, poller: Poller, summary: RunSummary, max_invocations: int, hold: Collection[str] = ()
+    ) -> bool:
         progressed = False
         for mapping in self.topology.mappings:
+            if mapping.function_logical_id in hold:
+                continue
             if summary.total_invocations >= max_invocations:
                 break
             for result in poller.deliveries(mapping):
@@ -292,8 +298,13 @@ class LocalCloud:
                 self._notify(result.invocation)
         return progressed
 
-    def _stage_queues_empty(self) -> bool:
-        return all(self.queue_depth(q.logical_id) == (0, 0, 0) for q in self._stage_queues())
+    def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
+        held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}
+        return all(
+            self.queue_depth(q.logical_id) == (0, 0, 0)
+            for q in self._stage_queues()
+            if q.logical_id not in held
+        )
 
     def _stage_queues(self) -> list[QueueInfo]:
         return list({q.logical_id: q for q in self.topology.stage_queues}.values())
