@@ -26,7 +26,9 @@ from botocore.exceptions import ClientError
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.catalog import Catalog
+from intentbus.definition import Agent, Decision, DecisionContext
 from intentbus.ids import canonical_json
+from intentbus.stages.decide import DecideStage
 from intentbus.state import TERMINAL
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
@@ -47,6 +49,7 @@ from tests.faults.schedule import FANOUT, WORKFLOWS, Input, RunRef, Schedule
 from tests.faults.speedups import moto_fast_paths
 
 EXECUTE = "ExecuteFunction"
+DECIDE = "DecideFunction"
 QUARANTINE = "QuarantineQueue"
 _READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
 _METRICS_REFRESH_SECONDS = 300.0
@@ -68,6 +71,29 @@ class MadeCall:
     """In the execute function: the idempotency record in progress at the time."""
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    seq: int
+    key: tuple[str, str, str]
+    """(tenant, run, event type) of the decision asked for."""
+
+
+class _CountedAgent:
+    """Stands in front of a step's agent: every decide (and repair) is a model call, in call order."""
+
+    def __init__(self, agent: Agent, tracker: CallTracker) -> None:
+        self._agent = agent
+        self._tracker = tracker
+
+    @property
+    def name(self) -> str:
+        return self._agent.name
+
+    def decide(self, context: DecisionContext) -> Decision:
+        self._tracker.model_call((context.tenant_id, context.run_id, context.event_type))
+        return self._agent.decide(context)
+
+
 class CallTracker:
     """The innermost interceptor: sees exactly the calls that were really made, in order."""
 
@@ -77,6 +103,11 @@ class CallTracker:
         self._seq = 0
         self._current: str | None = None
         self.made: list[MadeCall] = []
+        self.model_calls: list[ModelCall] = []
+
+    def model_call(self, key: tuple[str, str, str]) -> None:
+        self._seq += 1
+        self.model_calls.append(ModelCall(self._seq, key))
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         function = self._logical.get(call.function, call.function)
@@ -174,6 +205,7 @@ class FaultHarness:
         self._stack.enter_context(recording(self.calls, interceptors=(self._inject, self.tracker)))
         self._stack.enter_context(_jsonpath_parsed_once())
         self._stack.enter_context(moto_fast_paths())
+        self._stack.enter_context(_counting_model_calls(self.tracker))
         seed.seed_service(cloud.clients)
         self._refresh_metrics()
         self.approver = Approver(
@@ -202,6 +234,7 @@ class FaultHarness:
         self._reset_world()
         self.calls.calls.clear()
         self.tracker.made.clear()
+        self.tracker.model_calls.clear()
         plan = schedule.plan()
         sent: list[tuple[int, Mapping[str, Any], str, str]] = []
         self.call_faults.plan = self.delivery_faults.plan = plan
@@ -345,7 +378,26 @@ class FaultHarness:
             },
         )
         self._observe_approvals(obs, store)
-        idempotency_table = topology.tables["IdempotencyTable"]
+        for asked in self.tracker.model_calls:
+            obs.model_calls.setdefault(asked.key, []).append(asked.seq)
+        self._observe_calls(obs)
+        for record in obs.taken_at:
+            got = ddb.get_item(
+                TableName=topology.tables["IdempotencyTable"], Key={"id": {"S": record}}, ConsistentRead=True
+            )
+            item = got.get("Item", {})
+            obs.idempotency[record] = {name: next(iter(value.values())) for name, value in item.items()}
+        for call in self.calls.calls:
+            if (call.service, call.operation) == ("events", "PutEvents"):
+                for entry in call.params.get("Entries", []):
+                    detail = json.loads(entry["Detail"])
+                    obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
+        self._read_journal(obs)
+        return obs
+
+    def _observe_calls(self, obs: Observation) -> None:
+        """What the calls made show: effects, records taken, runs ended, decisions recorded."""
+        idempotency_table = self.cloud.topology.tables["IdempotencyTable"]
         for made in self.tracker.made:
             if made.function == EXECUTE and made.ok and self._is_effect(made):
                 obs.effects.append(Effect(made.seq, made.record, f"{made.service}.{made.operation}"))
@@ -360,17 +412,9 @@ class FaultHarness:
             if made.ok and made.operation == "TransactWriteItems":
                 for run in _ended(made.params):
                     obs.ended_at.setdefault(run, made.seq)
-        for record in obs.taken_at:
-            got = ddb.get_item(TableName=idempotency_table, Key={"id": {"S": record}}, ConsistentRead=True)
-            item = got.get("Item", {})
-            obs.idempotency[record] = {name: next(iter(value.values())) for name, value in item.items()}
-        for call in self.calls.calls:
-            if (call.service, call.operation) == ("events", "PutEvents"):
-                for entry in call.params.get("Entries", []):
-                    detail = json.loads(entry["Detail"])
-                    obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
-        self._read_journal(obs)
-        return obs
+                if made.function == DECIDE:
+                    for key in _decisions_recorded(made.params):
+                        obs.decided_at.setdefault(key, made.seq)
 
     def _observe_approvals(self, obs: Observation, store: DynamoWorkflowStore) -> None:
         for ref, decided in self.approver.decided.items():
@@ -436,6 +480,18 @@ class FaultHarness:
         return found
 
 
+def _decisions_recorded(params: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(tenant, run, event type) of each agent decision a committed decide transaction recorded."""
+    for action in params.get("TransactItems", []):
+        item = action.get("Put", {}).get("Item", {})
+        if item.get("stage", {}).get("S") != "decide" or "entry" not in item:
+            continue
+        entry = json.loads(item["entry"]["S"])
+        if "decision" in entry.get("summary", {}):
+            _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
+            yield tenant, run, str(entry["input_type"])
+
+
 def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
     """Two consecutive runs until idle as one: the counts added, the second's ending."""
     return replace(
@@ -457,6 +513,20 @@ def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         if item.get("sk", {}).get("S") == "STATE" and item.get("status", {}).get("S") in TERMINAL:
             _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
             yield tenant, run
+
+
+@contextlib.contextmanager
+def _counting_model_calls(tracker: CallTracker) -> Iterator[None]:
+    original = DecideStage._agent
+
+    def counted(stage: DecideStage, agent: Agent) -> Agent:
+        return _CountedAgent(original(stage, agent), tracker)
+
+    setattr(DecideStage, "_agent", counted)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(DecideStage, "_agent", original)  # noqa: B010
 
 
 @contextlib.contextmanager

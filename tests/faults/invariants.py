@@ -22,6 +22,8 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     once: its final status agrees with every successful answer the API gave (none if it expired), an
     approval is never applied at or after its expiry, exactly one CommandAuthorized id exists for an
     approved command and none otherwise, and a rejected or expired one leaves its run DENIED.
+(g) ``model_asked_once``: every recorded decision cost exactly one model call, and none came after the
+    record (a redelivery reuses the recorded decision).
 
 Every violation starts with a stable code in parentheses, ``(c/executed-after-end) ...``; see ``code_of``.
 """
@@ -129,6 +131,10 @@ class Observation:
     """What the approval schedules' person did, per run."""
     approvals: dict[str, Approval] = field(default_factory=dict)
     """Approval id -> the approval item as it ended."""
+    model_calls: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    """(tenant, run, event type) -> the call sequence numbers at which an agent was asked to decide it."""
+    decided_at: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """(tenant, run, event type) -> the call sequence number of the write that recorded its decision."""
 
 
 Invariant = Callable[[Observation], list[str]]
@@ -388,7 +394,7 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if canonical_json(a) == canonical_json(b) else [path or "<root>"]
 
 
-_CODE = re.compile(r"^\((?P<code>[a-e]/[a-z\-]+|settle)\)")
+_CODE = re.compile(r"^\((?P<code>[a-g]/[a-z\-]+|settle)\)")
 
 
 def _authorized_ids(obs: Observation, command_id: str) -> set[str]:
@@ -457,6 +463,20 @@ def code_of(violation: str) -> str:
     return found.group("code") if found else "?"
 
 
+def model_asked_once(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    for key, recorded in obs.decided_at.items():
+        calls = obs.model_calls.get(key, [])
+        after = [seq for seq in calls if seq > recorded]
+        if len(calls) != 1 or after:
+            tenant, run, event_type = key
+            violations.append(
+                f"(g/model-calls) {tenant}/{run} {event_type}: the model was asked {len(calls)} time(s) "
+                f"for one decision (recorded at call {recorded}; {len(after)} ask(s) after it)"
+            )
+    return violations
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     effects_at_most_once,
     inputs_end_in_one_bucket,
@@ -464,6 +484,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     nothing_stuck,
     republished_identically,
     approvals_decided_once,
+    model_asked_once,
 )
 
 

@@ -7,6 +7,7 @@ they use by name, so patching the stage module's attribute changes what its hand
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import intentbus.stages.record
 import intentbus.stages.validate
 from intentbus import state
 from intentbus.envelope import Envelope
-from intentbus.journal import Commit, CommitStatus, Outcome
+from intentbus.journal import Approval, Commit, CommitStatus, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.stages.common import StageDeps, StageResult
 from intentbus.state import WorkflowState
@@ -24,7 +25,14 @@ from intentbus_local.faults import CRASH_AFTER
 from tests.faults import fanout_workflow
 from tests.faults.harness import FaultHarness
 from tests.faults.invariants import code_of
-from tests.faults.schedule import fanout_input, incident_input, schedule_of
+from tests.faults.schedule import (
+    APPROVE,
+    REJECT,
+    ApprovalPlan,
+    fanout_input,
+    incident_input,
+    schedule_of,
+)
 
 
 def codes(violations: list[str]) -> set[str]:
@@ -108,3 +116,54 @@ def test_an_input_dropped_without_a_trace_is_caught(
     result = harness.run(schedule_of(9105, fanout_input(9105)))
 
     assert {"b/input-lost", "d/run-stuck"} <= codes(result.violations), result.violations
+
+
+def test_a_decide_that_asks_the_model_again_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = intentbus.stages.decide.DecideStage._decide
+
+    def ask_twice(stage: Any, turn: Any, agent: Any, context: Any) -> Any:
+        original(stage, turn, agent, context)  # an answer thrown away: the model was asked for nothing
+        return original(stage, turn, agent, context)
+
+    monkeypatch.setattr(intentbus.stages.decide.DecideStage, "_decide", ask_twice)
+
+    result = harness.run(schedule_of(9106, fanout_input(9106)))
+
+    assert "g/model-calls" in codes(result.violations), result.violations
+
+
+def test_an_approval_applied_after_its_expiry_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Approval, "expired_at", lambda self, now: False)
+    plan = ApprovalPlan(decisions=(APPROVE,), expiry_offset=60.0)
+    item = replace(incident_input(9107, environment="production"), approval=plan)
+
+    result = harness.run(schedule_of(9107, item))
+
+    assert "f/approved-after-expiry" in codes(result.violations), result.violations
+
+
+def test_approval_schedules_without_a_seam_are_clean(harness: FaultHarness) -> None:
+    plans = [
+        ApprovalPlan(decisions=(APPROVE, APPROVE)),
+        ApprovalPlan(decisions=(APPROVE, REJECT), early=True),
+        ApprovalPlan(decisions=(APPROVE,), expiry_offset=-5.0, sweep_first=True),
+        ApprovalPlan(decisions=(APPROVE,), expiry_offset=5.0),
+    ]
+    items = [
+        replace(incident_input(9108, k, environment="production"), approval=plan)
+        for k, plan in enumerate(plans)
+    ]
+
+    result = harness.run(schedule_of(9108, *items))
+
+    assert result.violations == []
+    statuses = [result.statuses[f"incident_response t9108-inc{k}/run-9108-inc{k}"] for k in range(len(plans))]
+    assert statuses == ["COMPLETED", "COMPLETED", "COMPLETED", "DENIED"]
+    assert result.observation is not None
+    asked = [len(result.observation.model_calls.get(key, [])) for key in result.observation.decided_at]
+    assert len(asked) == 4 * 4  # four decisions per incident run
+    assert set(asked) == {1}

@@ -9,7 +9,7 @@ test_schedules.KNOWN_DEFECTS).
 from __future__ import annotations
 
 from intentbus_local import seed as world
-from intentbus_local.faults import CRASH_AFTER, THROTTLE, TIMEOUT_AFTER
+from intentbus_local.faults import CRASH_AFTER, DUPLICATE, THROTTLE, TIMEOUT_AFTER
 from tests.faults import fanout_workflow
 from tests.faults.harness import FaultHarness
 from tests.faults.invariants import code_of
@@ -128,4 +128,22 @@ def test_a_failed_reconcile_check_never_lets_the_tool_run_blindly_again(harness:
     journal = fanout_workflow.journal_key("t9206-fan0", "run-9206-fan0", "sku-b")
     assert result.observation.journal[journal] == 1, result.violations
     assert result.statuses == {f"{FANOUT} t9206-fan0/run-9206-fan0": "COMPLETED"}
+    assert result.violations == []
+
+
+def test_a_duplicate_after_days_of_virtual_time_is_still_a_duplicate(harness: FaultHarness) -> None:
+    """Found by the long run (from seed 200455 on, once approval schedules had moved the virtual clock
+    past the seven-day retention): the idempotency adapter moved Powertools' "now" to virtual time but
+    left the expiry it wrote in real time, so every completed record looked expired and a redelivered
+    CommandAuthorized ran its tool again. Now every time Powertools writes or compares is virtual."""
+    harness.cloud.clock.advance(8 * 86400)
+    schedule = schedule_of(9207, fanout_input(9207), forced={("ExecuteQueue:message", 0): DUPLICATE})
+
+    result = harness.run(schedule)
+
+    assert [str(f).split(" ")[0] for f in result.injected] == ["duplicate@ExecuteQueue:message#0"]
+    assert result.observation is not None
+    for sku in ("sku-a", "sku-b"):
+        journal = fanout_workflow.journal_key("t9207-fan0", "run-9207-fan0", sku)
+        assert result.observation.journal[journal] == 1, result.violations
     assert result.violations == []

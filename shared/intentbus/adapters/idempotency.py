@@ -48,17 +48,39 @@ class LapseWatchingClient:
     def put_item(self, **kwargs: Any) -> Any:
         if kwargs.get("Item", {}).get("status", {}).get("S") != IN_PROGRESS:
             return self._client.put_item(**kwargs)
-        offset = float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+        offset = _clock_offset()
         values = dict(kwargs.get("ExpressionAttributeValues", {}))
-        if offset and ":now" in values:
-            values[":now"] = {"N": str(int(float(values[":now"]["N"]) + offset))}
-            values[":now_in_millis"] = {"N": str(int(float(values[":now_in_millis"]["N"]) + offset * 1000))}
+        item = dict(kwargs.get("Item", {}))
+        if offset:
+            _shift(values, ":now", offset)
+            _shift(values, ":now_in_millis", offset * 1000)
+            _shift(item, "expiration", offset)
+            _shift(item, "in_progress_expiration", offset * 1000)
         response = self._client.put_item(
-            **{**kwargs, "ExpressionAttributeValues": values, "ReturnValues": "ALL_OLD"}
+            **{**kwargs, "Item": item, "ExpressionAttributeValues": values, "ReturnValues": "ALL_OLD"}
         )
         old = response.get("Attributes", {})
         self.replaced_lapsed = old.get("status", {}).get("S") == IN_PROGRESS
         return response
+
+    def update_item(self, **kwargs: Any) -> Any:
+        """Powertools' save of the result: its expiry, too, in the clock the condition uses."""
+        offset = _clock_offset()
+        if offset and ":expiry" in kwargs.get("ExpressionAttributeValues", {}):
+            values = dict(kwargs["ExpressionAttributeValues"])
+            _shift(values, ":expiry", offset)
+            kwargs = {**kwargs, "ExpressionAttributeValues": values}
+        return self._client.update_item(**kwargs)
+
+
+def _clock_offset() -> float:
+    return float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+
+
+def _shift(values: dict[str, Any], name: str, seconds: float) -> None:
+    """Every time Powertools writes or compares is real time; moved, all of them are virtual time."""
+    if name in values:
+        values[name] = {"N": str(int(float(values[name]["N"]) + seconds))}
 
 
 @dataclass

@@ -45,6 +45,7 @@ from intentbus.stages.common import (
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 
 STAGE = "decide"
+_UNRECORDED_DECISIONS_KEPT = 256
 logger = logging.getLogger(__name__)
 
 
@@ -113,7 +114,9 @@ class DecideStage(Stage):
     models: ModelProvider | None = None
     """Binds the workflows' ``ModelAgent`` steps to a model; ``None``: their scripted fallbacks decide."""
     _decisions: dict[str, Decision] = field(default_factory=dict)
-    """Decisions made in this invocation, reused if the write must be retried: one model call per event."""
+    """Decisions not yet recorded, by accepted event id: reused when the write is retried, in this
+    invocation or (warm) a later one after it failed, so the model is not asked again. Once recorded,
+    the log holds the decision and the entry is dropped."""
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
@@ -124,8 +127,10 @@ class DecideStage(Stage):
             for _ in range(COMMIT_ATTEMPTS):
                 result = self._attempt(fact.envelope, fact.payload.event)
                 if result is not None:
+                    self._decisions.pop(fact.envelope.id, None)
                     return result
         except RejectedDecision as error:
+            self._decisions.pop(fact.envelope.id, None)
             logger.warning(
                 "decision quarantined",
                 extra={
@@ -136,9 +141,13 @@ class DecideStage(Stage):
             )
             return quarantined(self.deps, STAGE, error, body, message_id)
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
-        finally:
             self._decisions.pop(fact.envelope.id, None)
+            return quarantined(self.deps, STAGE, error, body, message_id)
+        except BaseException:
+            while len(self._decisions) > _UNRECORDED_DECISIONS_KEPT:
+                self._decisions.pop(next(iter(self._decisions)))
+            raise
+        self._decisions.pop(fact.envelope.id, None)
         raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under decide")
 
     def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:
