@@ -12,7 +12,7 @@ from intentbus.approvals_api import build
 from intentbus.runtime import Runtime, approval_desk
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
 
 
 @cache
@@ -24,6 +24,6 @@ app = build(desk)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False)  # responses hold approvals' evidence
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

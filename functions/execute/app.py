@@ -10,7 +10,7 @@ from intentbus.handler import SqsStageHandler
 from intentbus.runtime import execute_stage
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
 metrics = Metrics()
 stage = SqsStageHandler("execute", execute_stage, logger=logger, tracer=tracer, metrics=metrics)
 

@@ -7,11 +7,12 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from intentbus import telemetry
 from intentbus.approvals import ApprovalDesk
 from intentbus.runtime import Runtime, approval_desk
 
 logger = Logger()
-tracer = Tracer()
+tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
 metrics = Metrics()
 
 
@@ -25,7 +26,8 @@ def desk() -> ApprovalDesk:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     expired = desk().expire_due()
-    metrics.add_metric(name="approvals_expired", unit=MetricUnit.Count, value=len(expired))
+    metrics.add_metric(name=telemetry.APPROVALS_EXPIRED, unit=MetricUnit.Count, value=len(expired))
+    telemetry.report_approval_backlog(metrics, desk())  # what is still pending, and the oldest one's age
     for result in expired:
         logger.info(
             "approval expired",

@@ -13,6 +13,10 @@ clock or on the local clock: virtual time skipped while it ran counts (see fault
 
 A handler that raises ``InvocationCrash`` plays its sandbox dying at that point: no response, so the
 whole batch fails and SQS redelivers it. The warm container is kept (module state survives).
+
+Tracing is off (``POWERTOOLS_TRACE_DISABLED=true``) unless a ``tracing.capture()`` is open: then each
+invocation gets Lambda's trace context from its first record's ``AWSTraceHeader`` and the X-Ray SDK
+sends its segments to the capture (see intentbus_local.tracing).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus_local import tracing
 from intentbus_local.clock import LocalClock
 from intentbus_local.log_routing import routed_to
 from intentbus_local.topology import FunctionInfo
@@ -119,7 +124,14 @@ class LambdaRuntime:
     def invoke(self, logical_id: str, event: Mapping[str, Any]) -> Invocation:
         function = self._functions[logical_id]
         request_id = str(uuid.uuid4())
-        with self._lock, self._overlay(function), self._redirected(logical_id) as log:
+        captured = tracing.active()
+        trace = tracing.InvocationTrace.for_event(event) if captured is not None else None
+        with (
+            self._lock,
+            self._overlay(function, trace),
+            self._redirected(logical_id) as log,
+            self._traced(function, request_id, captured, trace) as finish_trace,
+        ):
             started_at = self._clock.now()
             started = time.monotonic()
             response: Any = None
@@ -137,8 +149,13 @@ class LambdaRuntime:
             if error is None and ran_for > function.timeout:
                 error = FunctionTimeoutError(f"Task timed out after {ran_for:.2f} seconds")
                 print(f"{request_id} {error}", file=log)
+            finish_trace(error)
             print(f"END RequestId: {request_id}", file=log)
-            print(f"REPORT RequestId: {request_id}\tDuration: {duration * 1000:.2f} ms", file=log)
+            report = f"REPORT RequestId: {request_id}\tDuration: {duration * 1000:.2f} ms"
+            if trace is not None:  # as Lambda writes it for a traced invocation
+                report += f"\tXRAY TraceId: {trace.root}\tSegmentId: {trace.segment_id}\tSampled: "
+                report += "true" if trace.sampled else "false"
+            print(report, file=log)
         return Invocation(
             function_logical_id=logical_id,
             function_name=function.name,
@@ -162,6 +179,7 @@ class LambdaRuntime:
         """Imports on first use (a cold start); a failed import is retried on the next invocation."""
         if function.logical_id not in self._handlers:
             module_path, _, attribute = function.handler.rpartition(".")
+            tracing.fresh_sandbox()
             module = _import_from(
                 function.code_dir / (module_path.replace(".", "/") + ".py"), function.logical_id
             )
@@ -171,7 +189,7 @@ class LambdaRuntime:
             self._handlers[function.logical_id] = handler
         return self._handlers[function.logical_id]
 
-    def _environment(self, function: FunctionInfo) -> dict[str, str]:
+    def _environment(self, function: FunctionInfo, trace: tracing.InvocationTrace | None) -> dict[str, str]:
         return {
             **self._base_environment,
             "AWS_LAMBDA_FUNCTION_NAME": function.name,
@@ -183,16 +201,17 @@ class LambdaRuntime:
             "LAMBDA_TASK_ROOT": str(function.code_dir),
             "POWERTOOLS_TRACE_DISABLED": "true",
             **function.environment,
+            **(tracing.environment(trace) if trace is not None else {}),
             CLOCK_OFFSET_ENV: str(self._clock.offset_seconds),
         }
 
     @contextlib.contextmanager
-    def _overlay(self, function: FunctionInfo) -> Iterator[None]:
+    def _overlay(self, function: FunctionInfo, trace: tracing.InvocationTrace | None) -> Iterator[None]:
         saved = dict(os.environ)
         try:
             for name in _UNSET_DURING_INVOCATION:
                 os.environ.pop(name, None)
-            os.environ.update(self._environment(function))
+            os.environ.update(self._environment(function, trace))
             yield
         finally:
             for name in set(os.environ) - set(saved):
@@ -200,6 +219,22 @@ class LambdaRuntime:
             for name, value in saved.items():
                 if os.environ.get(name) != value:
                     os.environ[name] = value
+
+    @contextlib.contextmanager
+    def _traced(
+        self,
+        function: FunctionInfo,
+        request_id: str,
+        captured: tracing.Capture | None,
+        trace: tracing.InvocationTrace | None,
+    ) -> Iterator[Callable[[BaseException | None], None]]:
+        if captured is None or trace is None:
+            yield lambda error: None
+            return
+        with tracing.traced_invocation(
+            captured, trace, function_name=function.name, function_arn=function.arn, request_id=request_id
+        ) as finish:
+            yield finish
 
     @contextlib.contextmanager
     def _redirected(self, logical_id: str) -> Iterator[IO[str]]:

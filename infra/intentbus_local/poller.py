@@ -10,6 +10,10 @@ a message's visibility itself is not seen here: the poller assumes the queue's t
 Batches are whatever is receivable when the poller looks (up to BatchSize): it does not wait out
 MaximumBatchingWindowInSeconds, and it runs one batch per mapping at a time (no concurrency scaling).
 
+Each record carries the message's ``AWSTraceHeader`` (received with every system attribute), which is
+the ``TraceHeader`` its PutEvents entry had: moto's EventBridge is made to deliver it, as AWS does
+(``tracing.carry_trace_headers``). The runtime starts the invocation's trace from the first record's.
+
 ``Poller.faults`` (None by default) is a test seam for delivery faults (see intentbus_local.faults): it
 may split and reorder what one receive got, send extra copies, and let a batch's visibility timeout
 lapse before its delete, so the same messages reach a second invocation first.
@@ -21,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from intentbus_local import tracing
 from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
 from intentbus_local.sqs_event import lambda_sqs_event
@@ -83,6 +88,8 @@ class Poller:
         self._account_id = account_id
         self._pending: dict[tuple[str, str], _Pending] = {}
         self.faults: DeliveryFaults | None = None
+        # EventBridge hands a PutEvents entry's TraceHeader to SQS as AWSTraceHeader; moto needs telling.
+        tracing.carry_trace_headers()
 
     def poll(self, mapping: MappingInfo) -> BatchResult | None:
         """One batch through the mapping's function; None when nothing was receivable."""

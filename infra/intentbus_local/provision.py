@@ -17,6 +17,9 @@ property, the smallest honest fix is applied from the template itself, after the
 - ``AWS::ApiGateway::Deployment`` / ``Stage``: moto's CloudFormation creates a RestApi without
   importing its Body, so a deployment of it fails; they are left out and the local cloud serves the
   API from the template's Api events itself (http_front.py).
+- ``AWS::CloudWatch::Alarm`` is not in moto's CloudFormation (it would skip each one with a warning):
+  the alarms are left out; nothing local evaluates alarms (cfn-lint checks their definitions). The
+  dashboard and the alarms' SNS topic are created.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
   them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
@@ -43,6 +46,7 @@ from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topol
 
 _BUS_OUTPUT = "LocalCloud{logical_id}{attribute}"
 _UNDEPLOYABLE_API_TYPES = ("AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage")
+_UNSUPPORTED_TYPES = ("AWS::CloudWatch::Alarm",)
 _POLL_INTERVAL = 0.05
 
 
@@ -109,6 +113,9 @@ def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
     # moto creates a RestApi without importing its Body, so its Deployment fails ("no methods"): the
     # local cloud serves the API itself (http_front.py), from the template's Api events.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNDEPLOYABLE_API_TYPES]:
+        del body["Resources"][logical_id]
+    # moto's CloudFormation has no alarms; nothing else in the template refers to one.
+    for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNSUPPORTED_TYPES]:
         del body["Resources"][logical_id]
     for logical_id, resource in body["Resources"].items():
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":

@@ -3,22 +3,31 @@
 A record that raises is reported in ``batchItemFailures`` and retried alone by SQS; malformed
 records never raise, they are quarantined by the core. The core is built on the first invocation
 and kept for warm ones.
+
+Telemetry per record (see intentbus.telemetry): one X-Ray subsegment ``## <stage> record``
+annotated with stage, outcome, tenant, run, event type and trace id (its ids and version as
+metadata); every log line written while the record is processed carries its trace, run, event,
+tenant and stage ids; EMF metrics with a ``stage`` dimension count it (processed, per outcome,
+failed) and time it. Payloads are logged only at DEBUG, redacted by the type registry.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from intentbus import telemetry
+from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.runtime import Runtime
-from intentbus.stages.common import StageCore
+from intentbus.stages.common import StageCore, StageResult
 
 
 class SqsStageHandler:
@@ -31,11 +40,14 @@ class SqsStageHandler:
         tracer: Tracer,
         metrics: Metrics,
         runtime: Callable[[], Runtime] = Runtime.from_env,
+        types: TypeRegistry | None = None,
     ) -> None:
+        """``types`` says which payload fields are sensitive; by default the runtime's catalog's."""
         self.stage = stage
         self._build = build
         self._runtime = runtime
         self._core: StageCore | None = None
+        self._types = types
         self._logger = logger
         self._tracer = tracer
         self._metrics = metrics
@@ -44,45 +56,69 @@ class SqsStageHandler:
     @property
     def core(self) -> StageCore:
         if self._core is None:
-            self._core = self._build(self._runtime())
+            runtime = self._runtime()
+            self._core = self._build(runtime)
+            if self._types is None and isinstance(runtime, Runtime):
+                self._types = runtime.deps.catalog.types
         return self._core
 
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         self.core.bind(context)
+        self._metrics.add_dimension(name="stage", value=self.stage)
         return process_partial_response(
             event=event, record_handler=self._handle_record, processor=self._processor, context=context
         )
 
     def _handle_record(self, record: SQSRecord) -> str:
-        with self._tracer.provider.in_subsegment(name=f"## {self.stage} record") as subsegment:
+        raw = record.raw_event
+        keys: dict[str, Any] = {
+            "stage": self.stage,
+            "message_id": raw.get("messageId"),
+            **telemetry.claimed_ids(raw.get("body")),
+        }
+        started = time.perf_counter()
+        with (
+            self._logger.append_context_keys(**keys),
+            telemetry.record_span(self._tracer, f"## {self.stage} record") as span,
+        ):
+            attributes = raw.get("attributes")
+            if isinstance(attributes, dict):
+                span.metadata("aws_trace_header", attributes.get("AWSTraceHeader"))
             try:
                 result = self.core.handle(record.body, record.message_id)
             except Exception:
-                self._logger.exception(
-                    "record failed; SQS will retry it", extra={"message_id": record.message_id}
-                )
-                self._metrics.add_metric(name="failed", unit=MetricUnit.Count, value=1)
+                span.annotate({**keys, "outcome": telemetry.FAILED})
+                self._logger.exception("record failed; SQS will retry it")
+                telemetry.add_counts(self._metrics, (telemetry.FAILED,))
+                telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
                 raise
-            envelope = result.envelope
-            ids: dict[str, Any] = {
-                "stage": self.stage,
-                "outcome": result.outcome.value,
-                "message_id": record.message_id,
-            }
-            if envelope is not None:
-                ids |= {
-                    "tenant_id": envelope.tenant_id,
-                    "run_id": envelope.run_id,
-                    "event_id": envelope.id,
-                    "event_type": envelope.type,
-                    "trace_id": envelope.trace_id,
-                }
-            for key in ("stage", "outcome", "tenant_id", "run_id", "event_type"):
-                if key in ids:
-                    subsegment.put_annotation(key, ids[key])
+            ids = keys | {"outcome": result.outcome.value}
+            if result.envelope is not None:
+                ids |= telemetry.envelope_ids(result.envelope)
+            span.annotate(ids)
+            span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
             self._logger.info(
                 "record processed",
                 extra={**ids, "reason": result.reason, "published": [out.type for out in result.published]},
             )
-            self._metrics.add_metric(name=result.outcome.value, unit=MetricUnit.Count, value=1)
+            if self._logger.log_level <= logging.DEBUG:
+                self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
+            telemetry.add_counts(self._metrics, telemetry.outcome_counts(self.stage, result.outcome))
+            telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
             return result.outcome.value
+
+    def _payloads(self, result: StageResult) -> dict[str, Any]:
+        """The record's and its outputs' payloads, with every field the type registry marks sensitive
+        redacted (a type it does not know is withheld whole)."""
+
+        def redact(type_name: str, payload: dict[str, Any]) -> Any:
+            return WITHHELD if self._types is None else self._types.redact(type_name, payload)
+
+        envelope = result.envelope
+        return {
+            "payload": None if envelope is None else redact(envelope.type, envelope.payload),
+            "published_payloads": [
+                {"id": out.id, "type": out.type, "payload": redact(out.type, out.payload)}
+                for out in result.published
+            ],
+        }

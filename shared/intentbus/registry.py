@@ -1,14 +1,30 @@
-"""Maps type names to their kind and payload model; exports JSON Schema for producers."""
+"""Maps type names to their kind and payload model; exports JSON Schema for producers.
+
+A payload field can be marked sensitive (``Annotated[str, SENSITIVE]``, or
+``Field(json_schema_extra={"sensitive": True})``): ``TypeRegistry.redact`` then replaces its value
+wherever the payload is logged, and the exported JSON Schema says ``"sensitive": true``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
-from intentbus.envelope import Kind
+from intentbus.envelope import Envelope, Kind
+
+SENSITIVE: Any = Field(json_schema_extra={"sensitive": True})
+"""Marks a payload field sensitive: ``email: Annotated[str, SENSITIVE]``."""
+
+REDACTED = "[redacted]"
+"""What a sensitive value is replaced with."""
+
+WITHHELD = "[withheld: unregistered type]"
+"""A payload whose type the registry does not know: nothing says which of its fields are sensitive."""
 
 
 class Payload(BaseModel):
@@ -60,10 +76,69 @@ class TypeRegistry:
     def __iter__(self) -> Iterator[TypeSpec]:
         return iter(sorted(self._specs.values(), key=lambda spec: spec.name))
 
+    def sensitive_fields(self, name: str) -> frozenset[str]:
+        """The top-level payload fields the type marks sensitive (nested models are redacted too)."""
+        model = self.get(name).model
+        return frozenset(key for key, info in model.model_fields.items() if is_sensitive(info))
+
+    def redact(self, name: str, payload: Any) -> Any:
+        """``payload`` with every value its type marks sensitive replaced by ``REDACTED``, at any depth:
+        nested models by their own fields, and a nested envelope (a pipeline fact's event or command)
+        by its own type. A type the registry does not know is ``WITHHELD`` whole."""
+        if name not in self._specs:
+            return WITHHELD
+        return self._redact_model(self._specs[name].model, payload)
+
+    def _redact_model(self, model: type[BaseModel], value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        if issubclass(model, Envelope):
+            return self._redact_envelope(value)
+        redacted = dict(value)
+        for key, info in model.model_fields.items():
+            for present in {key, info.alias or key}:
+                if present not in redacted:
+                    continue
+                if is_sensitive(info):
+                    redacted[present] = REDACTED
+                else:
+                    redacted[present] = self._redact_typed(info.annotation, redacted[present])
+        return redacted
+
+    def _redact_envelope(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        redacted = dict(value)
+        type_name = value.get("type", value.get("event_type"))
+        for key in ("payload", "data"):
+            if key in redacted:
+                known = isinstance(type_name, str)
+                redacted[key] = self.redact(type_name, redacted[key]) if known else WITHHELD
+        return redacted
+
+    def _redact_typed(self, annotation: Any, value: Any) -> Any:
+        """A value by its declared type: models and envelopes inside optionals, lists and dicts."""
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            return self._redact_typed(get_args(annotation)[0], value)
+        if origin in (Union, types.UnionType):
+            models = [arg for arg in get_args(annotation) if _is_model(arg)]
+            return self._redact_model(models[0], value) if len(models) == 1 else value
+        if origin in (list, tuple, set, frozenset) and isinstance(value, list | tuple):
+            args = [arg for arg in get_args(annotation) if arg is not Ellipsis]
+            if len(args) == 1:
+                return [self._redact_typed(args[0], item) for item in value]
+            if len(args) == len(value):
+                return [self._redact_typed(arg, item) for arg, item in zip(args, value, strict=True)]
+            return value
+        if origin is dict and isinstance(value, Mapping):
+            key_and_value = get_args(annotation)
+            item_type = key_and_value[1] if len(key_and_value) == 2 else Any
+            return {key: self._redact_typed(item_type, item) for key, item in value.items()}
+        if _is_model(annotation):
+            return self._redact_model(annotation, value)
+        return value
+
     def json_schemas(self) -> dict[str, dict[str, Any]]:
         """One JSON Schema per type: the envelope with ``payload`` typed by the type's model."""
-        from intentbus.envelope import Envelope
-
         envelope_schema = Envelope.model_json_schema(by_alias=False)
         schemas: dict[str, dict[str, Any]] = {}
         for spec in self:
@@ -84,3 +159,12 @@ class TypeRegistry:
                 schema["$defs"] = {**schema.get("$defs", {}), **defs}
             schemas[spec.name] = schema
         return schemas
+
+
+def is_sensitive(info: FieldInfo) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and extra.get("sensitive") is True
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -1,4 +1,8 @@
-"""Publishing to EventBridge: batched PutEvents, failed entries retried with backoff, never dropped."""
+"""Publishing to EventBridge: batched PutEvents, failed entries retried with backoff, never dropped.
+
+Every entry carries the workflow's X-Ray trace header (``TraceHeader``, see intentbus.telemetry):
+EventBridge hands it to the target queue, so the next stage runs in the same trace.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from intentbus.envelope import Envelope
 from intentbus.errors import PublishError
+from intentbus.telemetry import trace_header
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
@@ -33,11 +38,12 @@ def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
         "EventBusName": bus_name,
         "Time": envelope.time,
         "Resources": [],
+        "TraceHeader": trace_header(envelope.trace_id),
     }
 
 
 def _entry_size(entry: dict[str, Any]) -> int:
-    # PutEvents counts Source, DetailType, Detail and Resources toward its size limit.
+    # PutEvents counts Source, DetailType, Detail and Resources toward its size limit (not TraceHeader).
     return len(entry["Source"]) + len(entry["DetailType"]) + len(entry["Detail"].encode()) + 14
 
 

@@ -1,0 +1,198 @@
+"""One X-Ray trace per workflow over the real topology: a PutEvents entry's TraceHeader becomes the SQS
+message's AWSTraceHeader, Lambda's trace context of the next stage, and so on through all five stages.
+The segments are captured in memory (intentbus_local.tracing); the logs and EMF metrics are read from
+each function's log, as from CloudWatch Logs."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from intentbus import telemetry
+from intentbus_local import seed, tracing
+from intentbus_local.cloud import LocalCloud
+
+STAGES = ("validate", "decide", "authorize", "execute", "record")
+TRACE_ID = "tr_incident_checkout_7"
+ROOT = telemetry.xray_trace_id(TRACE_ID)
+ENTRY_TYPE = "ServiceLatencyIncreased"
+STEP = ["validate", "decide", "authorize", "execute", "record"]
+
+
+@dataclass
+class Traced:
+    cloud: LocalCloud
+    capture: tracing.Capture
+
+    def __post_init__(self) -> None:
+        self.entities = self.capture.entities()
+        self.by_id = {str(entity["id"]): entity for entity in self.entities}
+        self.stage_of_function = {
+            self.cloud.topology.functions[f"{stage.capitalize()}Function"].name: stage for stage in STAGES
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """The per-record subsegments of the five stages, in the order they ran."""
+        names = {f"## {stage} record" for stage in STAGES}
+        found = [entity for entity in self.entities if entity.get("name") in names]
+        return sorted(found, key=lambda entity: float(entity["start_time"]))
+
+    def entry(self) -> dict[str, Any]:
+        (entry,) = [r for r in self.records() if r["annotations"]["event_type"] == ENTRY_TYPE]
+        return entry
+
+    def function_of(self, entity: dict[str, Any]) -> dict[str, Any]:
+        while entity.get("origin") != tracing.FUNCTION_ORIGIN:
+            entity = self.by_id[str(entity["parent_id"])]
+        return entity
+
+    def children(self, entity: dict[str, Any]) -> list[dict[str, Any]]:
+        return [child for child in self.entities if child.get("parent_id") == entity["id"]]
+
+    def log_lines(self, stage: str) -> list[dict[str, Any]]:
+        path = self.cloud.log_path(f"{stage.capitalize()}Function")
+        return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def record_ids(entity: dict[str, Any]) -> dict[str, Any]:
+    ids: dict[str, Any] = entity["metadata"][telemetry.NAMESPACE]["record"]
+    return ids
+
+
+def run_incident(tmp_path: Path, *, producer_joins: bool) -> Iterator[Traced]:
+    with (
+        tracing.capture() as captured,  # open before the first invocation: cold starts patch botocore
+        LocalCloud(mode="server", logs_dir=tmp_path / "logs") as cloud,
+    ):
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = {**seed.latency_event(), "trace_id": TRACE_ID}
+        entry = {"Source": "monitoring.example", "DetailType": ENTRY_TYPE, "Detail": json.dumps(event)}
+        if producer_joins:  # what a producer sends to run its event's first hop in the workflow's trace
+            entry["TraceHeader"] = telemetry.trace_header(TRACE_ID)
+        cloud.put_events([entry])
+        assert cloud.run_until_idle(max_invocations=100).idle
+        assert seed.desired_count(cloud.clients) == 4
+        yield Traced(cloud, captured)
+
+
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traced]:
+    yield from run_incident(tmp_path_factory.mktemp("joined"), producer_joins=True)
+
+
+@pytest.fixture(scope="module")
+def unjoined(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traced]:
+    yield from run_incident(tmp_path_factory.mktemp("unjoined"), producer_joins=False)
+
+
+def test_the_incident_workflow_is_one_trace_across_all_five_stages(joined: Traced) -> None:
+    records = joined.records()
+    assert [r["annotations"]["stage"] for r in records] == STEP * 4 + ["validate", "decide"]
+    run_id = joined.entry()["annotations"]["run_id"]
+    for record in records:
+        annotations = record["annotations"]
+        assert record["trace_id"] == ROOT
+        assert record["name"] == f"## {annotations['stage']} record"
+        assert annotations["trace_id"] == TRACE_ID
+        assert annotations["run_id"] == run_id
+        assert annotations["tenant_id"] == "org_enterprise_alpha"
+        assert annotations["outcome"] == "applied"
+        assert record_ids(record)["event_type"] == annotations["event_type"]
+    assert Counter(r["annotations"]["event_type"] for r in records if r["name"] == "## validate record") == {
+        "ServiceLatencyIncreased": 1,
+        "DiagnosisRequested": 1,
+        "DependencyFailureSuspected": 1,
+        "RecoveryProposed": 1,
+        "RecoveryCompleted": 1,
+    }
+    stage_segments = [s for s in joined.capture.function_segments() if s["name"] in joined.stage_of_function]
+    assert len(stage_segments) == len(records), "one invocation per record: the workflow is a chain"
+    in_stages = [e for e in joined.entities if joined.function_of(e)["name"] in joined.stage_of_function]
+    assert {entity["trace_id"] for entity in in_stages} == {ROOT}, "nothing of the workflow left its trace"
+
+
+def test_each_hop_is_a_child_of_the_record_that_published_its_input(joined: Traced) -> None:
+    """function segment -> ## lambda_handler -> ## <stage> record -> its AWS calls; and the next stage's
+    function segment is a child of the record subsegment whose PutEvents carried its input."""
+    for record in joined.records():
+        handler = joined.by_id[record["parent_id"]]
+        assert handler["name"] == "## lambda_handler"
+        function = joined.by_id[handler["parent_id"]]
+        assert function["origin"] == tracing.FUNCTION_ORIGIN
+        assert joined.stage_of_function[function["name"]] == record["annotations"]["stage"]
+        calls = [c for c in joined.children(record) if c.get("namespace") == "aws"]
+        assert calls, "a record's AWS calls are its children"
+        if record_ids(record)["published"]:
+            assert "PutEvents" in {c["aws"]["operation"] for c in calls if c["name"] == "events"}
+        if record["annotations"]["event_type"] == ENTRY_TYPE:
+            assert "parent_id" not in function, "the producer's header named no parent"
+            continue
+        publisher = joined.by_id[function["parent_id"]]
+        assert publisher["name"].endswith(" record")
+        assert record_ids(record)["event_id"] in {p["id"] for p in record_ids(publisher)["published"]}
+        assert record["metadata"][telemetry.NAMESPACE]["aws_trace_header"] == (
+            f"Root={ROOT};Parent={publisher['id']};Sampled=1"
+        ), "the SQS record carried its PutEvents entry's TraceHeader"
+
+
+def test_the_aws_calls_are_traced_under_the_record_that_made_them(joined: Traced) -> None:
+    calls = [e for e in joined.entities if e.get("namespace") == "aws"]
+    by_operation = Counter((c["name"], c["aws"]["operation"]) for c in calls)
+    assert by_operation[("ecs", "UpdateService")] == 1
+    (scale,) = [c for c in calls if c["aws"]["operation"] == "UpdateService"]
+    owner = joined.by_id[scale["parent_id"]]
+    assert owner["annotations"]["stage"] == "execute"
+    assert owner["annotations"]["event_type"] == "CommandAuthorized"
+    assert (
+        by_operation[("monitoring", "GetMetricData")] + by_operation[("monitoring", "GetMetricStatistics")]
+        > 0
+    )
+    assert all(joined.function_of(c)["name"] in joined.stage_of_function for c in calls)
+    assert {c["trace_id"] for c in calls} == {ROOT}
+
+
+def test_without_a_producer_header_only_the_first_hop_is_in_another_trace(unjoined: Traced) -> None:
+    entry = unjoined.entry()
+    assert entry["trace_id"] != ROOT, "Lambda started a new trace for the producer's event"
+    assert entry["annotations"]["trace_id"] == TRACE_ID, "annotated all the same: one filter finds it"
+    rest = [r for r in unjoined.records() if r is not entry]
+    assert {r["trace_id"] for r in rest} == {ROOT}
+    assert {r["annotations"]["stage"] for r in rest} == set(STAGES)
+    first_decide = rest[0]
+    assert first_decide["annotations"]["stage"] == "decide"
+    assert first_decide["metadata"][telemetry.NAMESPACE]["aws_trace_header"] == f"Root={ROOT}"
+
+
+def test_every_record_log_line_carries_its_ids_and_the_metrics_count_every_record(unjoined: Traced) -> None:
+    records = unjoined.records()
+    for stage in STAGES:
+        lines = unjoined.log_lines(stage)
+        processed = [line for line in lines if line.get("message") == "record processed"]
+        assert len(processed) == sum(1 for r in records if r["annotations"]["stage"] == stage)
+        for line in processed:
+            assert line["stage"] == stage
+            assert line["trace_id"] == TRACE_ID
+            assert line["tenant_id"] == "org_enterprise_alpha"
+            assert line["run_id"] == records[0]["annotations"]["run_id"]
+            assert line["event_id"]
+            assert line["xray_trace_id"] in {ROOT, unjoined.entry()["trace_id"]}
+        info = [line for line in lines if line.get("level") == "INFO"]
+        assert not [line for line in info if "payload" in line or "published_payloads" in line]
+        emf = [line for line in lines if "_aws" in line]
+        assert emf, f"{stage} wrote no EMF"
+        for document in emf:
+            (directive,) = document["_aws"]["CloudWatchMetrics"]
+            assert directive["Namespace"] == "intentbus"
+            assert directive["Dimensions"] == [["stage", "service"]]
+            assert document["stage"] == stage
+            assert document["service"] == f"intentbus-{stage}"
+        assert sum(sum(document.get("processed", [])) for document in emf) == len(processed)
+        assert sum(sum(document.get("applied", [])) for document in emf) == len(processed)
+        assert sum(len(document.get("latency", [])) for document in emf) == len(processed)
