@@ -1,4 +1,4 @@
-"""intentbus: run the demo, run events on the local cloud, emit to a bus, export schemas."""
+"""intentbus: run the demo, run events on the local cloud, emit to a bus, export schemas, operate a stack."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from intentbus.cli import ops
 from intentbus.errors import ConfigurationError, PublishError
 
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
@@ -110,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
         if name != "show":
             command.add_argument("--reason", default="", required=name == "reject")
 
+    from intentbus.cli import review
+
+    review.add_parser(commands, SEED_WORKFLOWS)
+
+    ops.add_commands(commands)  # runs, dlq, quarantine
+
     schema = commands.add_parser("schema", help="JSON Schema of every registered type")
     schema_commands = schema.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
     export = schema_commands.add_parser("export", help="write one <type>.schema.json per type")
@@ -143,6 +150,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _emit(args)
     if args.command == "approvals":
         return _approvals(args)
+    if args.command in ops.COMMANDS:
+        return ops.dispatch(args)
+    if args.command == "review":
+        from intentbus.cli import review
+
+        return review.run(args)
     from intentbus.cli import local
 
     if args.command == "demo":
