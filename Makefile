@@ -26,10 +26,8 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-# The tracing test runs in its own process: the X-Ray SDK patches botocore for the life of a process.
 test: lint typecheck
-	$(BIN)/pytest --ignore=tests/e2e/test_tracing.py
-	$(BIN)/pytest tests/e2e/test_tracing.py
+	$(BIN)/pytest
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

@@ -57,16 +57,19 @@ def recording(
     original = vars(BaseClient)[_HOOKED]
 
     def recorded(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        # Bound, not called as a plain function: the X-Ray SDK's patch (a wrapt wrapper) reads the
+        # client from the binding, and gets None when called unbound.
+        call_original = original.__get__(client, type(client))
         function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
         if not function:
-            return original(client, operation, params)
+            return call_original(operation, params)
         call = Call(function, client.meta.service_model.service_name, operation, params)
         log.calls.append(call)
         for fault in faults:
             error = fault(call)
             if error is not None:
                 raise error
-        return _chain(call, interceptors, lambda p: original(client, operation, p))(params)
+        return _chain(call, interceptors, lambda p: call_original(operation, p))(params)
 
     setattr(BaseClient, _HOOKED, recorded)
     try:
