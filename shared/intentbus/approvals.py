@@ -191,7 +191,6 @@ class ApprovalDesk:
                 facts.CommandAuthorized(
                     command=command,
                     verdict=verdict,
-                    resource=approval.resource,
                     resource_version=approval.resource_version,
                 ),
             )

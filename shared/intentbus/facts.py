@@ -54,10 +54,9 @@ class CommandProposed(Payload):
 class CommandAuthorized(Payload):
     command: Envelope
     verdict: Verdict
-    resource: str | None = None
-    """The resource the command changes, if its workflow names one."""
     resource_version: int | None = None
-    """The resource's version when the command was authorized: execute runs it only at that version."""
+    """The version of the resource the command changes (its workflow names it) when the command was
+    authorized: execute runs it only at that version."""
 
 
 class CommandDenied(Payload):

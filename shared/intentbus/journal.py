@@ -66,7 +66,6 @@ class Approval(BaseModel):
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision_reason: str | None = None
-    resource: str | None = None
     resource_version: int | None = None
     """The resource's version when the command was proposed for approval: it runs only at that version."""
 

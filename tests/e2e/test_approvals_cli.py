@@ -13,6 +13,7 @@ from intentbus.state import Status
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from tests.e2e.conftest import waiting_in_production
+from tests.e2e.targets import target_args
 
 TENANT = "org_enterprise_alpha"
 
@@ -29,12 +30,7 @@ def cli(cloud: LocalCloud, *args: str) -> int:
     return main(
         [
             "approvals",
-            "--table",
-            cloud.topology.tables["WorkflowTable"],
-            "--bus",
-            cloud.topology.bus_name,
-            "--endpoint-url",
-            str(cloud.endpoint_url),
+            *target_args(cloud),
             "--tenant",
             TENANT,
             *args,

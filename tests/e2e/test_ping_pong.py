@@ -21,6 +21,7 @@ from intentbus.journal import LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_local.cloud import LocalCloud
 from tests import pingpong_workflow
+from tests.e2e.targets import target_args
 
 TENANT = "acme"
 RUN = "run-rally"
@@ -59,12 +60,7 @@ def review(cloud: LocalCloud, *args: str) -> int:
     return main(
         [
             "review",
-            "--table",
-            cloud.topology.tables["WorkflowTable"],
-            "--bus",
-            cloud.topology.bus_name,
-            "--endpoint-url",
-            str(cloud.endpoint_url),
+            *target_args(cloud),
             "--workflows",
             pingpong_workflow.WORKFLOWS,
             "--tenant",

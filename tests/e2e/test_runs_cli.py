@@ -16,6 +16,7 @@ from intentbus.cli.main import main
 from intentbus.state import Status
 from intentbus_local.cloud import LocalCloud
 from tests.e2e.conftest import waiting_in_production
+from tests.e2e.targets import target_args
 
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")  # moto's CloudFormation
 
@@ -44,12 +45,7 @@ def approved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCl
         (pending,) = store.pending_approvals(TENANT)
         approve = [
             "approvals",
-            "--table",
-            cloud.topology.tables["WorkflowTable"],
-            "--bus",
-            cloud.topology.bus_name,
-            "--endpoint-url",
-            str(cloud.endpoint_url),
+            *target_args(cloud),
             "--tenant",
             TENANT,
             "approve",

@@ -233,18 +233,21 @@ def test_one_bedrock_call_per_decided_event_under_duplicates_and_crashes() -> No
     assert len(proposed) == 3  # reserve, and ship to two warehouses: republished with the same ids
 
 
+@dataclass
+class FailOnce(InMemoryStore):
+    """Decide's first write fails before it reached the table: nothing was recorded."""
+
+    failures: int = 1
+
+    def commit(self, commit: Commit) -> CommitResult:
+        if commit.entry.stage == "decide" and self.failures:
+            self.failures -= 1
+            raise ConnectionError("DynamoDB unreachable")
+        return super().commit(commit)
+
+
 def test_a_failed_record_reuses_the_unrecorded_decision_in_a_warm_stage() -> None:
     """The answer was never recorded: the same (warm) stage keeps it and records it on the retry."""
-
-    @dataclass
-    class FailOnce(InMemoryStore):
-        failures: int = 1
-
-        def commit(self, commit: Commit) -> CommitResult:
-            if commit.entry.stage == "decide" and self.failures:
-                self.failures -= 1
-                raise ConnectionError("DynamoDB unreachable")
-            return super().commit(commit)
 
     pipeline = InMemoryPipeline(Catalog([WORKFLOW]), store=FailOnce())
     body = accepted(pipeline)
@@ -257,16 +260,6 @@ def test_a_failed_record_reuses_the_unrecorded_decision_in_a_warm_stage() -> Non
 
 def test_a_crash_before_the_record_on_a_cold_stage_asks_again_as_nothing_was_decided() -> None:
     """The only case with a second call: a fresh container never saw the first, unrecorded answer."""
-
-    @dataclass
-    class FailOnce(InMemoryStore):
-        failures: int = 1
-
-        def commit(self, commit: Commit) -> CommitResult:
-            if commit.entry.stage == "decide" and self.failures:
-                self.failures -= 1
-                raise ConnectionError("DynamoDB unreachable")
-            return super().commit(commit)
 
     pipeline = InMemoryPipeline(Catalog([WORKFLOW]), store=FailOnce())
     body = accepted(pipeline)

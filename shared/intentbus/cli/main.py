@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from intentbus.cli import ops
+from intentbus.cli.desks import Target, add_target_arguments
 from intentbus.errors import ConfigurationError, PublishError
 
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
@@ -87,20 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
 
     approvals = commands.add_parser("approvals", help="pending approvals: list, show, approve, reject")
-    approvals.add_argument(
-        "--table",
-        default=os.environ.get("WORKFLOW_TABLE"),
-        help="the workflow table (default: $WORKFLOW_TABLE; the stack's WorkflowTableName)",
+    add_target_arguments(
+        approvals, default_workflows=SEED_WORKFLOWS, tenant_help="the tenant whose approvals to act on"
     )
-    approvals.add_argument(
-        "--bus",
-        default=os.environ.get("EVENT_BUS_NAME"),
-        help="the bus (default: $EVENT_BUS_NAME; the stack's EventBusName)",
-    )
-    approvals.add_argument("--workflows", default=os.environ.get("INTENTBUS_WORKFLOWS", SEED_WORKFLOWS))
-    approvals.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
-    approvals.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
-    approvals.add_argument("--tenant", required=True, help="the tenant whose approvals to act on")
     approval_commands = approvals.add_subparsers(
         dest="approvals_command", required=True, parser_class=_Parser
     )
@@ -172,14 +162,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _approvals(args: argparse.Namespace) -> int:
     from intentbus.cli import approvals
 
-    target = approvals.Target(
-        table=args.table,
-        bus=args.bus,
-        workflows=args.workflows,
-        environment=args.environment,
-        endpoint_url=args.endpoint_url,
-    )
-    desk, clients = approvals.desk(target)
+    desk, clients = approvals.desk(Target.from_args(args))
     if args.approvals_command == "list":
         pending = desk.pending(args.tenant)
         for approval in pending:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
+from intentbus.cli.desks import Target, add_target_arguments, desk_parts
+
 if TYPE_CHECKING:
     from intentbus.adapters.clients import AwsClients
-    from intentbus.cli.approvals import Target
     from intentbus.review import PausedRun, Result, ReviewDesk
     from intentbus.state import BudgetOverride
 
@@ -24,20 +24,9 @@ _P = TypeVar("_P", bound=argparse.ArgumentParser)
 def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str) -> None:
     """Registers ``review`` with its subcommands on the ``intentbus`` parser."""
     review = commands.add_parser("review", help="runs paused for review: list, resume, cancel")
-    review.add_argument(
-        "--table",
-        default=os.environ.get("WORKFLOW_TABLE"),
-        help="the workflow table (default: $WORKFLOW_TABLE; the stack's WorkflowTableName)",
+    add_target_arguments(
+        review, default_workflows=default_workflows, tenant_help="the tenant whose runs to act on"
     )
-    review.add_argument(
-        "--bus",
-        default=os.environ.get("EVENT_BUS_NAME"),
-        help="the bus (default: $EVENT_BUS_NAME; the stack's EventBusName)",
-    )
-    review.add_argument("--workflows", default=os.environ.get("INTENTBUS_WORKFLOWS", default_workflows))
-    review.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
-    review.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
-    review.add_argument("--tenant", required=True, help="the tenant whose runs to act on")
     actions = review.add_subparsers(dest="review_command", required=True, parser_class=type(review))
     actions.add_parser("list", help="paused runs, with what paused each and what it had spent")
     for name, help_text in (
@@ -62,16 +51,9 @@ def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str)
 
 
 def run(args: argparse.Namespace) -> int:
-    from intentbus.cli.approvals import Target, caller
+    from intentbus.cli.approvals import caller
 
-    target = Target(
-        table=args.table,
-        bus=args.bus,
-        workflows=args.workflows,
-        environment=args.environment,
-        endpoint_url=args.endpoint_url,
-    )
-    review_desk, clients = desk(target)
+    review_desk, clients = desk(Target.from_args(args))
     if args.review_command == "list":
         paused = review_desk.paused(args.tenant)
         for item in paused:
@@ -101,35 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def desk(target: Target) -> tuple[ReviewDesk, AwsClients]:
-    from intentbus.adapters.clients import AwsClients
-    from intentbus.adapters.clock import SystemClock
-    from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-    from intentbus.adapters.eventbridge_bus import EventBridgeBus
-    from intentbus.catalog import Catalog
-    from intentbus.errors import ConfigurationError
     from intentbus.review import ReviewDesk
-    from intentbus.stages.common import StageDeps
 
-    if not target.table or not target.bus:
-        raise ConfigurationError(
-            "pass --table and --bus (or set WORKFLOW_TABLE and EVENT_BUS_NAME): see the stack outputs"
-        )
-    clients = AwsClients(endpoint_url=target.endpoint_url)
-    deps = StageDeps(
-        catalog=Catalog.from_modules(target.workflows),
-        bus=EventBridgeBus(target.bus, clients.client("events")),
-        quarantine=_NoQuarantine(),
-        clock=SystemClock(),
-        environment=target.environment,
-    )
-    return ReviewDesk(deps, DynamoWorkflowStore(target.table, clients.client("dynamodb"))), clients
-
-
-class _NoQuarantine:
-    def put(self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None) -> None:
-        from intentbus.errors import ConfigurationError
-
-        raise ConfigurationError(f"the review CLI quarantines nothing ({stage}: {reason})")
+    deps, store, clients = desk_parts(target)
+    return ReviewDesk(deps, store), clients
 
 
 def raised_budget(args: argparse.Namespace) -> BudgetOverride:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from intentbus.cli.tables import plain
 from intentbus.journal import LogEntry
 
 
@@ -86,22 +87,18 @@ def rows(entries: Sequence[LogEntry]) -> list[Row]:
 
 def render(entries: Sequence[LogEntry]) -> str:
     headers = ("t+ms", "+ms", "stage", "input", "outcome", "input id", "published")
-    table = [headers] + [
-        (
-            f"{row.offset_ms:.0f}",
-            f"{row.duration_ms:.0f}",
-            row.stage,
-            row.input_type,
-            row.outcome,
-            row.input_id[:12],
-            row.published,
-        )
-        for row in rows(entries)
-    ]
-    widths = [max(len(line[column]) for line in table) for column in range(len(headers))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in table
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
+    return plain(
+        headers,
+        [
+            (
+                f"{row.offset_ms:.0f}",
+                f"{row.duration_ms:.0f}",
+                row.stage,
+                row.input_type,
+                row.outcome,
+                row.input_id[:12],
+                row.published,
+            )
+            for row in rows(entries)
+        ],
+    )

@@ -43,7 +43,6 @@ class _Turn:
     read: WorkflowState | None
     """The run as read, whose version the write is conditioned on."""
     now: datetime
-    resource: str | None = None
     resource_version: int | None = None
     """The resource's version as read with the run: execute runs the command only at this version."""
 
@@ -113,7 +112,6 @@ class AuthorizeStage(Stage):
             is_new=is_new,
             read=snapshot.state,
             now=now,
-            resource=resource,
             resource_version=snapshot.resource_version,
         )
         return self._apply(turn, verdict)
@@ -167,7 +165,6 @@ class AuthorizeStage(Stage):
             payload = facts.CommandAuthorized(
                 command=command,
                 verdict=verdict,
-                resource=turn.resource,
                 resource_version=turn.resource_version,
             )
         elif verdict.effect is Effect.DENY:
@@ -233,7 +230,6 @@ def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:
         confidence=turn.fact.confidence,
         requested_at=turn.now,
         expires_at=turn.now + turn.workflow.approval_timeout,
-        resource=turn.resource,
         resource_version=turn.resource_version,
     )
     waiting = turn.state.model_copy(

@@ -124,13 +124,22 @@ class DecideStage(Stage):
         except MalformedInput as error:
             return quarantined(self.deps, STAGE, error, body, message_id)
         try:
+            result = self._decided(fact.envelope, fact.payload.event, body, message_id)
+        except BaseException:
+            # Nothing recorded: the decision is kept (a bounded few) so the retry does not ask again.
+            while len(self._decisions) > _UNRECORDED_DECISIONS_KEPT:
+                self._decisions.pop(next(iter(self._decisions)))
+            raise
+        self._decisions.pop(fact.envelope.id, None)
+        return result
+
+    def _decided(self, accepted: Envelope, event: Envelope, body: str, message_id: str | None) -> StageResult:
+        try:
             for _ in range(COMMIT_ATTEMPTS):
-                result = self._attempt(fact.envelope, fact.payload.event)
+                result = self._attempt(accepted, event)
                 if result is not None:
-                    self._decisions.pop(fact.envelope.id, None)
                     return result
         except RejectedDecision as error:
-            self._decisions.pop(fact.envelope.id, None)
             logger.warning(
                 "decision quarantined",
                 extra={
@@ -141,14 +150,8 @@ class DecideStage(Stage):
             )
             return quarantined(self.deps, STAGE, error, body, message_id)
         except MalformedInput as error:
-            self._decisions.pop(fact.envelope.id, None)
             return quarantined(self.deps, STAGE, error, body, message_id)
-        except BaseException:
-            while len(self._decisions) > _UNRECORDED_DECISIONS_KEPT:
-                self._decisions.pop(next(iter(self._decisions)))
-            raise
-        self._decisions.pop(fact.envelope.id, None)
-        raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under decide")
+        raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
 
     def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:
         snapshot = self.store.snapshot(event.tenant_id, event.run_id, STAGE, accepted.id)

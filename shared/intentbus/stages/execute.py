@@ -61,17 +61,6 @@ class ExecuteStage(Stage):
             return quarantined(self.deps, STAGE, error, body, message_id)
 
         resource = spec.resource(arguments) if spec.resource is not None else None
-        if resource is not None and fact.payload.resource not in (None, resource):
-            return quarantined(
-                self.deps,
-                STAGE,
-                MalformedInput(
-                    f"authorized for resource {fact.payload.resource!r}, the command changes {resource!r}",
-                    field="detail.payload.resource",
-                ),
-                body,
-                message_id,
-            )
         attempt = _Attempt(
             self, fact.envelope, command, spec.tool, arguments, resource, fact.payload.resource_version
         )

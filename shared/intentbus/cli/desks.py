@@ -1,0 +1,89 @@
+"""What the people's commands (``approvals``, ``review``) share: their options and how a desk is built.
+
+A desk is the library's decision-taking core (ApprovalDesk, ReviewDesk) over the deployed table and
+bus, acting as the caller's AWS identity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from intentbus.adapters.clients import AwsClients
+    from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+    from intentbus.stages.common import StageDeps
+
+
+@dataclass(frozen=True)
+class Target:
+    table: str | None
+    bus: str | None
+    workflows: str
+    environment: str
+    endpoint_url: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Target:
+        return cls(
+            table=args.table,
+            bus=args.bus,
+            workflows=args.workflows,
+            environment=args.environment,
+            endpoint_url=args.endpoint_url,
+        )
+
+
+def add_target_arguments(
+    parser: argparse.ArgumentParser, *, default_workflows: str, tenant_help: str
+) -> None:
+    parser.add_argument(
+        "--table",
+        default=os.environ.get("WORKFLOW_TABLE"),
+        help="the workflow table (default: $WORKFLOW_TABLE; the stack's WorkflowTableName)",
+    )
+    parser.add_argument(
+        "--bus",
+        default=os.environ.get("EVENT_BUS_NAME"),
+        help="the bus (default: $EVENT_BUS_NAME; the stack's EventBusName)",
+    )
+    parser.add_argument("--workflows", default=os.environ.get("INTENTBUS_WORKFLOWS", default_workflows))
+    parser.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
+    parser.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
+    parser.add_argument("--tenant", required=True, help=tenant_help)
+
+
+def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClients]:
+    """The dependencies a desk takes, over the target's table and bus; one line if either is missing."""
+    from intentbus.adapters.clients import AwsClients
+    from intentbus.adapters.clock import SystemClock
+    from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+    from intentbus.adapters.eventbridge_bus import EventBridgeBus
+    from intentbus.catalog import Catalog
+    from intentbus.errors import ConfigurationError
+    from intentbus.stages.common import StageDeps
+
+    if not target.table or not target.bus:
+        raise ConfigurationError(
+            "pass --table and --bus (or set WORKFLOW_TABLE and EVENT_BUS_NAME): see the stack outputs"
+        )
+    clients = AwsClients(endpoint_url=target.endpoint_url)
+    deps = StageDeps(
+        catalog=Catalog.from_modules(target.workflows),
+        bus=EventBridgeBus(target.bus, clients.client("events")),
+        quarantine=_NoQuarantine(),
+        clock=SystemClock(),
+        environment=target.environment,
+    )
+    return deps, DynamoWorkflowStore(target.table, clients.client("dynamodb")), clients
+
+
+class _NoQuarantine:
+    """A person's decision is never malformed input: nothing a desk does may quarantine."""
+
+    def put(self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None) -> None:
+        from intentbus.errors import ConfigurationError
+
+        raise ConfigurationError(f"a desk quarantines nothing ({stage}: {reason})")

@@ -1,0 +1,16 @@
+"""The options that point a people's command (``approvals``, ``review``) at a local cloud's stack."""
+
+from __future__ import annotations
+
+from intentbus_local.cloud import LocalCloud
+
+
+def target_args(cloud: LocalCloud) -> list[str]:
+    return [
+        "--table",
+        cloud.topology.tables["WorkflowTable"],
+        "--bus",
+        cloud.topology.bus_name,
+        "--endpoint-url",
+        str(cloud.endpoint_url),
+    ]
