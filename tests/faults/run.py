@@ -4,13 +4,15 @@
 
 Schedule i runs with seed S + i, so ``--schedules 1 --seed <a schedule's seed>`` replays it alone.
 N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed); W to $FAULTS_WORKERS
-(else 1): each worker process runs its own local cloud over every W-th seed. Exit code 1 on any
-invariant violation.
+(else 1): worker processes take the seeds in chunks, each on its own local cloud, and are replaced
+by fresh ones every few hundred schedules. Exit code 1 on any invariant violation or on a schedule
+lost with a dead worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import multiprocessing
@@ -20,6 +22,8 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,6 +32,8 @@ from tests.faults.harness import FaultHarness, ScheduleResult
 from tests.faults.schedule import generate
 
 DEFAULT_SCHEDULES = 40
+CHUNK_SCHEDULES = 20
+SCHEDULES_PER_PROCESS = 200
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class Outcome:
     """The full results, when the schedules ran in this process."""
     wall_seconds: float = 0.0
     workers: int = 1
+    unfinished: list[int] = field(default_factory=list)
+    """Seeds whose worker process died before reporting them (e.g. killed for memory)."""
 
     @property
     def faults(self) -> Counter[str]:
@@ -105,6 +113,11 @@ class Outcome:
             f"invariant violations: {len(violations)}"
             + (f" in {len({s for s, _ in violations})} schedule(s)" if violations else ""),
         ]
+        if self.unfinished:
+            lines.append(
+                f"UNFINISHED: {len(self.unfinished)} schedule(s) lost with their worker process, "
+                f"seeds {self.unfinished[0]}..{self.unfinished[-1]} (see --json)"
+            )
         codes = Counter(violation.split(")")[0] + ")" for _, violation in violations)
         if codes:
             lines.append("  by code: " + ", ".join(f"{code} {n}" for code, n in sorted(codes.items())))
@@ -127,6 +140,7 @@ class Outcome:
             "wall_seconds": self.wall_seconds,
             "faults": dict(self.faults),
             "statuses": dict(self.statuses),
+            "unfinished": self.unfinished,
             "violations": [{"seed": s, "violation": v} for s, v in self.violations],
             "notes": [{"seed": s, "note": n} for s, n in self.notes],
             "tallies": [asdict(t) for t in self.tallies],
@@ -163,46 +177,63 @@ def run_parallel(
     workers: int,
     kinds: Sequence[str] = ALL_KINDS,
     progress: Callable[[Tally], None] | None = None,
+    chunk: int = CHUNK_SCHEDULES,
+    schedules_per_process: int = SCHEDULES_PER_PROCESS,
 ) -> Outcome:
-    """The same schedules over ``workers`` processes, each with its own in-process local cloud."""
+    """The same schedules over ``workers`` processes, each with its own in-process local cloud.
+
+    Seeds go out in chunks of ``chunk``; a process is replaced by a fresh one (and a fresh local
+    cloud) after about ``schedules_per_process`` schedules, because moto retains memory per
+    schedule and a long run would otherwise exhaust the machine. A chunk whose process died is
+    listed in ``Outcome.unfinished`` rather than silently dropped.
+    """
     outcome = Outcome(seed=seed, workers=workers)
-    context = multiprocessing.get_context("spawn")
-    tallies: multiprocessing.Queue[Tally | None] = context.Queue()
+    seeds = list(range(seed, seed + schedules))
+    generation = max(1, workers * schedules_per_process)
     started = time.monotonic()
-    processes = [
-        context.Process(
-            target=_worker, args=(list(range(seed + w, seed + schedules, workers)), list(kinds), tallies)
-        )
-        for w in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    running = len(processes)
-    while running:
-        tally = tallies.get()
-        if tally is None:
-            running -= 1
-            continue
-        outcome.tallies.append(tally)
-        if progress is not None:
-            progress(tally)
-    for process in processes:
-        process.join()
-    failed = [p.exitcode for p in processes if p.exitcode]
-    if failed:
-        raise RuntimeError(f"{len(failed)} fault worker(s) exited with {failed}")
+    # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
+    for first in range(0, len(seeds), generation):
+        in_generation = seeds[first : first + generation]
+        chunks = [in_generation[i : i + chunk] for i in range(0, len(in_generation), chunk)]
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(chunks)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker_harness,
+        ) as pool:
+            pending = {
+                pool.submit(_run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
+                for seeds_in_chunk in chunks
+            }
+            for future in as_completed(pending):
+                try:
+                    tallies = future.result()
+                except BrokenProcessPool:
+                    outcome.unfinished.extend(pending[future])
+                    continue
+                for tally in tallies:
+                    outcome.tallies.append(tally)
+                    if progress is not None:
+                        progress(tally)
     outcome.tallies.sort(key=lambda t: t.seed)
+    outcome.unfinished.sort()
     outcome.wall_seconds = time.monotonic() - started
     return outcome
 
 
-def _worker(seeds: list[int], kinds: list[str], tallies: multiprocessing.Queue[Tally | None]) -> None:
-    try:
-        with FaultHarness() as harness:
-            for schedule_seed in seeds:
-                tallies.put(Tally.of(harness.run(generate(schedule_seed, kinds=kinds))))
-    finally:
-        tallies.put(None)
+_worker_harness: list[FaultHarness] = []
+"""The one harness of a worker process, started by the pool's initializer."""
+
+
+def _start_worker_harness() -> None:
+    harness = FaultHarness()
+    harness.start()
+    atexit.register(harness.close)
+    _worker_harness.append(harness)
+
+
+def _run_chunk(seeds: list[int], kinds: list[str]) -> list[Tally]:
+    (harness,) = _worker_harness
+    return [Tally.of(harness.run(generate(schedule_seed, kinds=kinds))) for schedule_seed in seeds]
 
 
 def _print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
@@ -252,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"seed: {seed}, {args.schedules} schedule(s), {args.workers} worker(s)", flush=True)
     progress = _print_progress(args.verbose, args.schedules)
     workers = min(args.workers, args.schedules)
-    if workers > 1:
+    if workers > 1 or args.schedules > SCHEDULES_PER_PROCESS:
         outcome = run_parallel(args.schedules, seed, workers=workers, kinds=kinds, progress=progress)
     else:
         outcome = run(args.schedules, seed, kinds=kinds, progress=progress)
@@ -261,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(outcome.to_json(), indent=1))
         print(f"tallies written to {args.json}")
-    return 1 if outcome.violations else 0
+    return 1 if outcome.violations or outcome.unfinished else 0
 
 
 if __name__ == "__main__":
