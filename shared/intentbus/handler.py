@@ -1,8 +1,11 @@
 """The body every stage's Lambda handler shares: Powertools' partial batch processing over the core.
 
 A record that raises is reported in ``batchItemFailures`` and retried alone by SQS; malformed
-records never raise, they are quarantined by the core. The core is built on the first invocation
-and kept for warm ones.
+records never raise, they are quarantined by the core, and so is a record with no body (or one that
+is not a string), with field ``body``. A record without a ``messageId`` (Lambda always sends one)
+is processed like any other; should it fail, it cannot be named in ``batchItemFailures``, so the
+invocation fails and SQS retries the whole batch rather than drop it. The core is built on the
+first invocation and kept for warm ones.
 
 Telemetry per record (see intentbus.telemetry): one X-Ray subsegment ``## <stage> record``
 annotated with stage, outcome, tenant, run, event type and trace id (its ids and version as
@@ -13,6 +16,7 @@ failed) and time it. Payloads are logged only at DEBUG, redacted by the type reg
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -20,14 +24,30 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.base import FailureResponse
+from aws_lambda_powertools.utilities.batch.exceptions import ExceptionInfo
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import telemetry
+from intentbus.errors import MalformedInput
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
+
+
+class UnnamedRecordFailed(Exception):
+    """A record without a ``messageId`` failed: the whole batch is retried, since it cannot be listed."""
+
+
+class _SqsBatchProcessor(BatchProcessor):
+    def failure_handler(self, record: SQSRecord, exception: ExceptionInfo) -> FailureResponse:
+        if not isinstance(record.raw_event.get("messageId"), str):
+            raise UnnamedRecordFailed(
+                "a record without a messageId failed; retrying the batch"
+            ) from exception[1]
+        return super().failure_handler(record, exception)
 
 
 class SqsStageHandler:
@@ -51,7 +71,7 @@ class SqsStageHandler:
         self._logger = logger
         self._tracer = tracer
         self._metrics = metrics
-        self._processor = BatchProcessor(event_type=EventType.SQS)
+        self._processor = _SqsBatchProcessor(event_type=EventType.SQS)
 
     @property
     def core(self) -> StageCore:
@@ -85,7 +105,8 @@ class SqsStageHandler:
             if isinstance(attributes, dict):
                 span.metadata("aws_trace_header", attributes.get("AWSTraceHeader"))
             try:
-                result = self.core.handle(record.body, record.message_id)
+                message_id = keys["message_id"]
+                result = self._process(raw, message_id if isinstance(message_id, str) else None)
             except Exception:
                 span.annotate({**keys, "outcome": telemetry.FAILED})
                 self._logger.exception("record failed; SQS will retry it")
@@ -106,6 +127,21 @@ class SqsStageHandler:
             telemetry.add_counts(self._metrics, telemetry.outcome_counts(self.stage, result.outcome))
             telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
             return result.outcome.value
+
+    def _process(self, raw: dict[str, Any], message_id: str | None) -> StageResult:
+        body = raw.get("body")
+        if isinstance(body, str):
+            return self.core.handle(body, message_id)
+        if "body" not in raw:
+            return self.core.reject(
+                MalformedInput("the SQS record has no body", field="body"), "", message_id
+            )
+        kept = json.dumps(body, default=repr)
+        return self.core.reject(
+            MalformedInput(f"the SQS record's body is {type(body).__name__}, not a string", field="body"),
+            kept,
+            message_id,
+        )
 
     def _payloads(self, result: StageResult) -> dict[str, Any]:
         """The record's and its outputs' payloads, with every field the type registry marks sensitive

@@ -5,15 +5,13 @@ the wrong type. The handler returns ``batchItemFailures``; every record is eithe
 (quarantined or applied: the core saw it and said so) or listed by its messageId; nothing is
 silently dropped; one bad record never fails its neighbours.
 
-What is correct for a record Lambda would never send:
+Records Lambda would never send:
 
-* no ``body`` (or a body that is not a string): it can never be processed, so it is malformed; it
-  should be quarantined (field ``body``) like any malformed input, not retried into the DLQ. Today
-  it is listed in batchItemFailures: retried, never dropped (the weaker promise holds).
+* no ``body`` (or a body that is not a string): it can never be processed, so it is malformed and
+  quarantined (field ``body``) like any malformed input, not retried into the DLQ.
 * no ``messageId``: it cannot be named in batchItemFailures, but nothing else needs the id, so it
-  should be processed like any other record (quarantine records ``message_id=None``); only if its
-  processing fails must the whole batch fail (that is the only way not to drop it). Today the whole
-  batch fails with KeyError whatever the record holds, failing its neighbours too.
+  is processed like any other record (quarantine records ``message_id=None``); only if its
+  processing fails does the whole invocation fail (the only way not to drop it).
 """
 
 from __future__ import annotations
@@ -29,12 +27,12 @@ from typing import Any
 import aws_xray_sdk
 import pytest
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from intentbus.handler import SqsStageHandler
+from intentbus.errors import MalformedInput
+from intentbus.handler import SqsStageHandler, UnnamedRecordFailed
 from intentbus.journal import Outcome
 from intentbus.stages.common import StageCore, StageResult
 from tests.fuzz.support import (
@@ -89,9 +87,15 @@ class Spy:
 
     core: StageCore
     calls: list[tuple[str | None, str, StageResult | Exception]] = field(default_factory=list)
+    rejected: list[tuple[str | None, str | None]] = field(default_factory=list)
 
     def bind(self, context: LambdaContext) -> None:
         self.core.bind(context)
+
+    def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
+        result = self.core.reject(error, body, message_id)
+        self.rejected.append((message_id, error.field))
+        return result
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
@@ -288,7 +292,7 @@ def check_processed(batch: Batch) -> None:
     assert len(quarantine) >= len(quarantined)
     assert len(batch.pipeline.bus.published) == sum(len(r.published) for r in results)
     processed_logs = [line for line in batch.log if line.get("message") == "record processed"]
-    assert len(processed_logs) == len(handled)
+    assert len(processed_logs) == len(handled) + len(batch.spy.rejected)
 
 
 @HANDLER
@@ -297,27 +301,16 @@ def test_every_record_is_processed_or_listed_and_never_fails_its_neighbours(
     powertools: Powertools, records: list[dict[str, Any]]
 ) -> None:
     batch = run_batch(powertools, records)
-    ids = [item["messageId"] for item in records]
+    assert batch.raised is None, repr(batch.raised)
+    assert batch.response == {"batchItemFailures": []}, "a record was failed"
     without_body = [item["messageId"] for item in records if not _has_string_body(item)]
-    if batch.raised is not None:
-        # Powertools fails the whole batch when every record failed: SQS retries them all.
-        assert isinstance(batch.raised, BatchProcessingError), repr(batch.raised)
-        assert len(without_body) == len(records), "a record with a body failed"
-        return
-    assert batch.response is not None
-    assert set(batch.response) == {"batchItemFailures"}
-    failed = batch.failed
-    assert len(failed) == len(set(failed))
-    assert set(failed) <= set(ids)
-    for item in records:
-        if _has_string_body(item):
-            assert item["messageId"] not in failed, "a record with a body was failed"
-        else:
-            quarantined = any(q["message_id"] == item["messageId"] for q in batch.pipeline.quarantine.records)
-            assert item["messageId"] in failed or quarantined, "a record without a body was dropped"
+    assert sorted(batch.spy.rejected) == sorted((message_id, "body") for message_id in without_body)
+    quarantined_ids = [q["message_id"] for q in batch.pipeline.quarantine.records]
+    for message_id in without_body:
+        assert message_id in quarantined_ids, "a record without a body was dropped"
     check_processed(batch)
-    failed_logs = [line for line in batch.log if line.get("message") == "record failed; SQS will retry it"]
-    assert len(failed_logs) == len(failed)
+    rejected = [line for line in batch.log if line.get("message") == "record processed"]
+    assert len(rejected) == len(records)
 
 
 @settings(HANDLER, max_examples=300)
@@ -333,10 +326,36 @@ def test_a_record_without_a_message_id_is_never_silently_dropped(
     check_processed(batch)
 
 
-def test_a_batch_whose_every_record_fails_fails_as_a_whole(powertools: Powertools) -> None:
+def test_a_batch_of_records_without_bodies_is_quarantined_whole(powertools: Powertools) -> None:
     batch = run_batch(powertools, [record("msg-0", MISSING), record("msg-1", None)])
-    assert isinstance(batch.raised, BatchProcessingError)
-    assert batch.pipeline.quarantine.records == []
+    assert batch.response == {"batchItemFailures": []}
+    assert [(q["message_id"], q["field"], q["body"]) for q in batch.pipeline.quarantine.records] == [
+        ("msg-0", "body", ""),
+        ("msg-1", "body", "null"),
+    ]
+
+
+def test_a_failing_record_without_a_message_id_fails_the_invocation_so_sqs_retries_the_batch(
+    powertools: Powertools,
+) -> None:
+    pipeline = new_pipeline()
+
+    class Broken(Spy):
+        def handle(self, body: str, message_id: str | None = None) -> StageResult:
+            raise RuntimeError("the store is down")
+
+    handler = SqsStageHandler(
+        "validate",
+        build=lambda runtime: Broken(pipeline.stages["validate"]),
+        logger=powertools.logger,
+        tracer=powertools.tracer,
+        metrics=powertools.metrics,
+        runtime=lambda: None,  # type: ignore[arg-type, return-value]
+    )
+    with pytest.raises(UnnamedRecordFailed):
+        handler.handle_batch(
+            {"Records": [record("msg-0", GOOD_BODIES[0]), record(None, GOOD_BODIES[1])]}, LambdaContext()
+        )
 
 
 def test_an_empty_body_is_quarantined_not_retried(powertools: Powertools) -> None:
@@ -347,17 +366,9 @@ def test_an_empty_body_is_quarantined_not_retried(powertools: Powertools) -> Non
 
 
 # ---------------------------------------------------------------------------------------------
-# Decided behaviour the handler does not have yet (strict xfail: each passes once it does)
+# Records Lambda would never send
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="handler.py SqsStageHandler._handle_record reads record.body (Powertools SQSRecord: "
-    "self['body']) and raises KeyError (or the core raises on a non-string body); the record is "
-    "listed in batchItemFailures and retried until the DLQ, instead of being quarantined as "
-    "malformed with field 'body'",
-)
 @settings(DEFECT, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(body=st.sampled_from([MISSING, *NOT_STRINGS]), neighbour=st.sampled_from(GOOD_BODIES))
 @example(body=MISSING, neighbour=GOOD_BODIES[0])
@@ -370,15 +381,6 @@ def test_a_record_without_a_body_is_quarantined_not_retried(
     assert [(q["message_id"], q["field"]) for q in batch.pipeline.quarantine.records] == [("msg-1", "body")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="handler.py SqsStageHandler._handle_record passes record.message_id (Powertools: "
-    "self['messageId'], KeyError) to the core, and on failure Powertools' _collect_sqs_failures "
-    "reads it again: a record without messageId makes handle_batch raise KeyError, failing every "
-    "neighbour (already processed, so redelivered as duplicates until they reach the DLQ), even "
-    "when the record itself could be processed",
-)
 @settings(DEFECT, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(body=st.sampled_from((*GOOD_BODIES, *MALFORMED_BODIES[:10])), neighbour=st.sampled_from(GOOD_BODIES))
 @example(body=MALFORMED_BODIES[2], neighbour=GOOD_BODIES[0])

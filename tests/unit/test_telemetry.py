@@ -30,6 +30,7 @@ from intentbus.approvals import ApprovalDesk
 from intentbus.catalog import Catalog
 from intentbus.definition import Budget, Decision, DecisionContext, ScriptedAgent, Step, Workflow
 from intentbus.envelope import Envelope, Kind
+from intentbus.errors import MalformedInput
 from intentbus.handler import SqsStageHandler
 from intentbus.journal import Approval, Outcome
 from intentbus.policy import Policy
@@ -251,6 +252,9 @@ def test_what_a_stage_publishes_in_a_traced_record_names_that_record_as_parent(
             headers.extend(to_entry(out, "bus")["TraceHeader"] for out in result.published)
             return result
 
+        def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
+            return pipeline.stages["validate"].reject(error, body, message_id)
+
         def bind(self, context: LambdaContext) -> None:
             return None
 
@@ -267,6 +271,9 @@ def test_what_a_stage_publishes_in_a_traced_record_names_that_record_as_parent(
 def test_a_failing_record_is_annotated_failed_with_the_ids_its_body_claims(traced: Traced) -> None:
     class Broken:
         def handle(self, body: str, message_id: str | None = None) -> StageResult:
+            raise RuntimeError("the store is down")
+
+        def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
             raise RuntimeError("the store is down")
 
         def bind(self, context: LambdaContext) -> None:

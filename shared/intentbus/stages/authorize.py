@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import ClassVar
 
 from intentbus import facts
 from intentbus.definition import Workflow
@@ -23,7 +24,6 @@ from intentbus.stages.common import (
     commit_then_publish,
     log_only,
     publish,
-    quarantined,
     read_fact,
     typed_payload,
 )
@@ -49,6 +49,7 @@ class _Turn:
 
 @dataclass
 class AuthorizeStage(Stage):
+    name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
 
@@ -60,7 +61,7 @@ class AuthorizeStage(Stage):
                 if result is not None:
                     return result
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize")
 
     def _attempt(self, proposed: Envelope, fact: facts.CommandProposed) -> StageResult | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
@@ -34,14 +34,24 @@ class StageResult:
 class StageCore(Protocol):
     def handle(self, body: str, message_id: str | None = None) -> StageResult: ...
 
+    def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
+        """Quarantines a message that cannot even be handed to ``handle`` (a record without a body)."""
+        ...
+
     def bind(self, context: LambdaContext) -> None: ...
 
 
 class Stage:
     """Base of the stage cores; ``bind`` receives the Lambda context before a batch."""
 
+    name: ClassVar[str]
+    deps: StageDeps
+
     def bind(self, context: LambdaContext) -> None:
         return None
+
+    def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
+        return quarantined(self.deps, self.name, error, body, message_id)
 
 
 @dataclass(frozen=True)

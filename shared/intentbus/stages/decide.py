@@ -6,7 +6,7 @@ import json
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -38,7 +38,6 @@ from intentbus.stages.common import (
     commit_then_publish,
     log_only,
     publish,
-    quarantined,
     read_fact,
     typed_payload,
 )
@@ -109,6 +108,7 @@ class RejectedDecision(MalformedInput):
 
 @dataclass
 class DecideStage(Stage):
+    name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
     models: ModelProvider | None = None
@@ -122,7 +122,7 @@ class DecideStage(Stage):
         try:
             fact = read_fact(body, {facts.EVENT_ACCEPTED: facts.EventAccepted})
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         try:
             result = self._decided(fact.envelope, fact.payload.event, body, message_id)
         except BaseException:
@@ -148,9 +148,9 @@ class DecideStage(Stage):
                     "attempts": [{"reason": a.reason, "raw": a.raw} for a in error.attempts],
                 },
             )
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
 
     def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError
@@ -18,13 +18,14 @@ from intentbus.journal import Outcome
 from intentbus.policy import Effect
 from intentbus.ports import ClaimStatus, ExecutionGuard, IdempotentRunner, OutcomeInDoubt
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, publish, quarantined, read_fact
+from intentbus.stages.common import Stage, StageDeps, StageResult, publish, read_fact
 
 STAGE = "execute"
 
 
 @dataclass
 class ExecuteStage(Stage):
+    name: ClassVar[str] = STAGE
     deps: StageDeps
     runner: IdempotentRunner
     clients: ClientProvider
@@ -50,15 +51,10 @@ class ExecuteStage(Stage):
                 )
             arguments = spec.model.model_validate(command.payload)
         except ValidationError as error:
-            return quarantined(
-                self.deps,
-                STAGE,
-                MalformedInput.from_validation(error, prefix="command.payload."),
-                body,
-                message_id,
-            )
+            malformed = MalformedInput.from_validation(error, prefix="command.payload.")
+            return self.reject(malformed, body, message_id)
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
 
         resource = spec.resource(arguments) if spec.resource is not None else None
         attempt = _Attempt(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pydantic import ValidationError
 
@@ -25,7 +25,6 @@ from intentbus.stages.common import (
     log_only,
     pipeline_fact,
     publish,
-    quarantined,
     read_fact,
 )
 from intentbus.state import Status, WorkflowState, record_result, settle
@@ -52,6 +51,7 @@ _OUTCOMES: dict[str, type[Payload]] = {
 
 @dataclass
 class RecordStage(Stage):
+    name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
 
@@ -59,7 +59,7 @@ class RecordStage(Stage):
         try:
             fact = read_fact(body, _OUTCOMES)
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         for _ in range(COMMIT_ATTEMPTS):
             result = self._attempt(fact.envelope, cast(OutcomeFact, fact.payload))
             if result is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import ClassVar
 
 from intentbus import facts
 from intentbus.envelope import Envelope, Kind
@@ -16,13 +17,14 @@ from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, commit_then_publish, log_only, quarantined
+from intentbus.stages.common import Stage, StageDeps, StageResult, commit_then_publish, log_only
 
 STAGE = "validate"
 
 
 @dataclass
 class ValidateStage(Stage):
+    name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
 
@@ -30,7 +32,7 @@ class ValidateStage(Stage):
         try:
             envelope, _ = normalize(parse_bus_event(body), self.deps.catalog.types)
         except MalformedInput as error:
-            return quarantined(self.deps, STAGE, error, body, message_id)
+            return self.reject(error, body, message_id)
         now = self.deps.clock.now()
         output = self._accepted(envelope, now)
         entry = LogEntry(
