@@ -6,7 +6,8 @@ Schedule i runs with seed S + i, so ``--schedules 1 --seed <a schedule's seed>``
 N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed); W to $FAULTS_WORKERS
 (else 1): worker processes take the seeds in chunks, each on its own local cloud, and are replaced
 by fresh ones every few hundred schedules. Exit code 1 on any invariant violation or on a schedule
-lost with a dead worker.
+lost with a dead worker; Ctrl-C or SIGTERM stops a run and still prints (and writes) the figures of the
+schedules that finished, with exit code 130.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import multiprocessing
 import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -75,6 +77,8 @@ class Outcome:
     workers: int = 1
     unfinished: list[int] = field(default_factory=list)
     """Seeds whose worker process died before reporting them (e.g. killed for memory)."""
+    not_run: int = 0
+    """Schedules never started because the run was interrupted (Ctrl-C / SIGINT)."""
 
     @property
     def faults(self) -> Counter[str]:
@@ -118,6 +122,10 @@ class Outcome:
                 f"UNFINISHED: {len(self.unfinished)} schedule(s) lost with their worker process, "
                 f"seeds {self.unfinished[0]}..{self.unfinished[-1]} (see --json)"
             )
+        if self.not_run:
+            lines.append(
+                f"INTERRUPTED: {self.not_run} schedule(s) not run; the figures above are of those that ran"
+            )
         codes = Counter(violation.split(")")[0] + ")" for _, violation in violations)
         if codes:
             lines.append("  by code: " + ", ".join(f"{code} {n}" for code, n in sorted(codes.items())))
@@ -141,6 +149,7 @@ class Outcome:
             "faults": dict(self.faults),
             "statuses": dict(self.statuses),
             "unfinished": self.unfinished,
+            "not_run": self.not_run,
             "violations": [{"seed": s, "violation": v} for s, v in self.violations],
             "notes": [{"seed": s, "note": n} for s, n in self.notes],
             "tallies": [asdict(t) for t in self.tallies],
@@ -159,13 +168,16 @@ def run(
     outcome = Outcome(seed=seed)
     with FaultHarness() if harness is None else contextlib.nullcontext(harness) as running:
         started = time.monotonic()
-        for index in range(schedules):
-            result = running.run(generate(seed + index, kinds=kinds))
-            tally = Tally.of(result)
-            outcome.results.append(result)
-            outcome.tallies.append(tally)
-            if progress is not None:
-                progress(tally)
+        try:
+            for index in range(schedules):
+                result = running.run(generate(seed + index, kinds=kinds))
+                tally = Tally.of(result)
+                outcome.results.append(result)
+                outcome.tallies.append(tally)
+                if progress is not None:
+                    progress(tally)
+        except KeyboardInterrupt:
+            outcome.not_run = schedules - len(outcome.tallies)
         outcome.wall_seconds = time.monotonic() - started
     return outcome
 
@@ -204,16 +216,23 @@ def run_parallel(
                 pool.submit(_run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
                 for seeds_in_chunk in chunks
             }
-            for future in as_completed(pending):
-                try:
-                    tallies = future.result()
-                except BrokenProcessPool:
-                    outcome.unfinished.extend(pending[future])
-                    continue
-                for tally in tallies:
-                    outcome.tallies.append(tally)
-                    if progress is not None:
-                        progress(tally)
+            try:
+                for future in as_completed(pending):
+                    try:
+                        tallies = future.result()
+                    except BrokenProcessPool:
+                        outcome.unfinished.extend(pending[future])
+                        continue
+                    for tally in tallies:
+                        outcome.tallies.append(tally)
+                        if progress is not None:
+                            progress(tally)
+            except KeyboardInterrupt:
+                pool.shutdown(wait=False, cancel_futures=True)
+                for worker in multiprocessing.active_children():
+                    worker.terminate()  # its chunk's schedules are counted as not run
+                outcome.not_run = schedules - len(outcome.tallies) - len(outcome.unfinished)
+                break
     outcome.tallies.sort(key=lambda t: t.seed)
     outcome.unfinished.sort()
     outcome.wall_seconds = time.monotonic() - started
@@ -258,6 +277,11 @@ def _print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
     return report
 
 
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM (a CI timeout, ``kill``) stops the run like Ctrl-C: the finished schedules are reported."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.run", description=__doc__.split("\n")[0])
     parser.add_argument("--schedules", type=int, default=int(os.environ.get("FAULTS", DEFAULT_SCHEDULES)))
@@ -280,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(kinds) - set(ALL_KINDS))
     if unknown:
         parser.error(f"unknown fault kind(s) {unknown}; choose from {list(ALL_KINDS)}")
+    signal.signal(signal.SIGTERM, _stop)
     print(f"seed: {seed}, {args.schedules} schedule(s), {args.workers} worker(s)", flush=True)
     progress = _print_progress(args.verbose, args.schedules)
     workers = min(args.workers, args.schedules)
@@ -292,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(outcome.to_json(), indent=1))
         print(f"tallies written to {args.json}")
+    if outcome.not_run:
+        return 130
     return 1 if outcome.violations or outcome.unfinished else 0
 
 
