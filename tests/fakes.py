@@ -111,10 +111,16 @@ class InMemoryStore:
         )
 
     def due_approvals(self, now: datetime) -> list[Approval]:
-        return sorted(
-            (a for a in self.approvals.values() if a.status is ApprovalStatus.PENDING and a.expires_at < now),
-            key=lambda a: a.expires_at,
-        )
+        due = [
+            (a.sweep_key, a) for a in self.approvals.values() if a.sweep_key is not None and a.sweep_key < now
+        ]
+        return [approval for _, approval in sorted(due, key=lambda pair: pair[0])]
+
+    def mark_announced(self, approval: Approval) -> None:
+        self.calls += 1
+        stored = self.approvals.get(approval.approval_id)
+        if stored is not None and stored.status is approval.status:
+            self.approvals[approval.approval_id] = stored.model_copy(update={"announced": True})
 
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
         return sorted(

@@ -99,6 +99,8 @@ class ApprovalStore(WorkflowStore, Protocol):
 
     def due_approvals(self, now: datetime) -> list[Approval]: ...
 
+    def mark_announced(self, approval: Approval) -> None: ...
+
 
 @dataclass
 class ApprovalDesk:
@@ -124,10 +126,19 @@ class ApprovalDesk:
         raise ConcurrentUpdate(f"approval {approval_id} changed {COMMIT_ATTEMPTS} times while deciding")
 
     def expire_due(self) -> list[Result]:
-        """Turns every lapsed PENDING approval into ApprovalExpired; what follows is the workflow's choice."""
+        """Turns every lapsed PENDING approval into ApprovalExpired; what follows is the workflow's choice.
+
+        It also finishes what a crash cut short: a decision or expiry recorded but not announced has
+        its recorded events published again (the same ids, so consumers see a duplicate at most).
+        """
         now = self.deps.clock.now()
         results: list[Result] = []
         for due in self.store.due_approvals(now):
+            if due.status is not ApprovalStatus.PENDING:
+                announced = self._announce_again(due)
+                if announced is not None:
+                    results.append(announced)
+                continue
             current: Approval | None = due
             for _ in range(COMMIT_ATTEMPTS):
                 if current is None or current.status is not ApprovalStatus.PENDING:
@@ -243,7 +254,7 @@ class ApprovalDesk:
         if result.status is CommitStatus.VERSION_CONFLICT:
             return None
         outputs = entry.outputs if result.entry is None else result.entry.outputs
-        self.deps.bus.publish(outputs)
+        self._announce(decided, outputs)
         return Result(request.answer, said, decided, tuple(outputs))
 
     def _already(self, request: _Request) -> Result:
@@ -255,7 +266,7 @@ class ApprovalDesk:
             ).entry
             outputs = () if entry is None else entry.outputs
             if outputs:
-                self.deps.bus.publish(outputs)
+                self._announce(approval, outputs)
             why = f"already {approval.status.value.lower()} by {approval.decided_by}"
             return Result(request.answer, why, approval, tuple(outputs))
         if approval.status is ApprovalStatus.EXPIRED:
@@ -371,8 +382,27 @@ class ApprovalDesk:
         if result.status is CommitStatus.VERSION_CONFLICT:
             return None
         recorded: Sequence[Envelope] = entry.outputs if result.entry is None else result.entry.outputs
-        self.deps.bus.publish(recorded)
+        self._announce(expired, recorded)
         return Result(Answer.EXPIRED, str(entry.summary["reason"]), expired, tuple(recorded))
+
+    # ------------------------------------------------------------------ announcing
+
+    def _announce(self, approval: Approval, outputs: Sequence[Envelope]) -> None:
+        """Publishes, then marks the approval announced: a crash between the two publishes again."""
+        self.deps.bus.publish(outputs)
+        if not approval.announced:
+            self.store.mark_announced(approval)
+
+    def _announce_again(self, listed: Approval) -> Result | None:
+        approval = self.store.approval(listed.tenant_id, listed.approval_id)  # the index may lag
+        if approval is None or approval.status is ApprovalStatus.PENDING or approval.announced:
+            return None
+        entry = self.store.snapshot(approval.tenant_id, approval.run_id, STAGE, approval.approval_id).entry
+        outputs = () if entry is None else entry.outputs
+        self._announce(approval, outputs)
+        if approval.status is not ApprovalStatus.EXPIRED or entry is None:
+            return None
+        return Result(Answer.EXPIRED, str(entry.summary.get("reason", "")), approval, tuple(outputs))
 
 
 def _follow(

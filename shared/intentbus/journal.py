@@ -68,6 +68,18 @@ class Approval(BaseModel):
     decision_reason: str | None = None
     resource_version: int | None = None
     """The resource's version when the command was proposed for approval: it runs only at that version."""
+    announced: bool = False
+    """Whether the events of its decision or expiry are published. Until they are, the expiry sweep
+    lists the approval and publishes its recorded events again, so a crash between the decision's
+    write and its publish cannot leave the run waiting forever."""
+
+    @property
+    def sweep_key(self) -> datetime | None:
+        """When the expiry sweep is due to look at it: at expiry while PENDING, after the decision
+        until it is announced, never after that."""
+        if self.status is ApprovalStatus.PENDING:
+            return self.expires_at
+        return None if self.announced else (self.decided_at or self.expires_at)
 
     def expired_at(self, now: datetime) -> bool:
         return now >= self.expires_at

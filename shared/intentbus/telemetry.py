@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from intentbus.journal import Outcome
+from intentbus.journal import ApprovalStatus, Outcome
 
 if TYPE_CHECKING:
     import numbers
@@ -298,7 +298,9 @@ def approval_backlog(approvals: Iterable[Approval], now: datetime) -> ApprovalBa
 
 def report_approval_backlog(metrics: Metrics, desk: ApprovalDesk) -> ApprovalBacklog:
     """Pending approvals of every tenant and the oldest one's age (one Query of the sparse index)."""
-    backlog = approval_backlog(desk.store.due_approvals(ALL_PENDING_BY), desk.deps.clock.now())
+    listed = desk.store.due_approvals(ALL_PENDING_BY)  # also lists decided ones not yet announced
+    pending = [approval for approval in listed if approval.status is ApprovalStatus.PENDING]
+    backlog = approval_backlog(pending, desk.deps.clock.now())
     metrics.add_metric(name=APPROVALS_PENDING, unit=MetricUnit.Count, value=backlog.pending)
     metrics.add_metric(name=APPROVAL_OLDEST_AGE, unit=MetricUnit.Seconds, value=backlog.oldest_age_seconds)
     return backlog

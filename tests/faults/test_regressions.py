@@ -8,12 +8,22 @@ test_schedules.KNOWN_DEFECTS).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from intentbus_local import seed as world
 from intentbus_local.faults import CRASH_AFTER, DUPLICATE, THROTTLE, TIMEOUT_AFTER
 from tests.faults import fanout_workflow
 from tests.faults.harness import FaultHarness
 from tests.faults.invariants import code_of
-from tests.faults.schedule import FANOUT, Input, fanout_input, incident_input, schedule_of
+from tests.faults.schedule import (
+    FANOUT,
+    REJECT,
+    ApprovalPlan,
+    Input,
+    fanout_input,
+    incident_input,
+    schedule_of,
+)
 
 
 def codes(violations: list[str]) -> set[str]:
@@ -146,4 +156,24 @@ def test_a_duplicate_after_days_of_virtual_time_is_still_a_duplicate(harness: Fa
     for sku in ("sku-a", "sku-b"):
         journal = fanout_workflow.journal_key("t9207-fan0", "run-9207-fan0", sku)
         assert result.observation.journal[journal] == 1, result.violations
+    assert result.violations == []
+
+
+def test_an_expiry_sweep_that_dies_after_its_write_still_ends_the_run(harness: FaultHarness) -> None:
+    """Found by the long run (seed 401109): the sweep wrote EXPIRED and the run's new version, then
+    timed out before publishing CommandDenied. The approval was no longer PENDING, so no later sweep
+    looked at it and the run waited forever. Now a decided or expired approval stays in the sweep's
+    index until its events are published, and the next sweep publishes the recorded ones again."""
+    plan = ApprovalPlan(decisions=(REJECT,), expiry_offset=5.0, sweep_first=True)
+    item = replace(incident_input(9208, environment="production"), approval=plan)
+    schedule = schedule_of(
+        9208, item, forced={("ExpireApprovalsFunction:dynamodb.TransactWriteItems", 0): TIMEOUT_AFTER}
+    )
+
+    result = harness.run(schedule)
+
+    assert [str(f).split(" ")[0] for f in result.injected] == [
+        "timeout_after@ExpireApprovalsFunction:dynamodb.TransactWriteItems#0"
+    ]
+    assert result.statuses == {"incident_response t9208-inc0/run-9208-inc0": "DENIED"}
     assert result.violations == []

@@ -284,3 +284,48 @@ def test_an_approval_before_its_request_was_published_is_applied_once() -> None:
     assert [e.type for e in redelivered.published] == ["HumanApprovalRequired"]
     assert pipeline.store.states[(TENANT, "run-1")].status is Status.COMPLETED
     assert DEPLOYS == ["api@3.0"]
+
+
+def test_a_decision_whose_publish_failed_is_announced_by_the_next_sweep(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    pipeline.bus.fail_next = 1  # the decision is written, then the process dies before publishing
+    with pytest.raises(ConnectionError):
+        decide(pipeline, approval)
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.RUNNING  # resumed, but nothing runs it
+    assert DEPLOYS == []
+
+    pipeline.clock.advance(60)
+    assert pipeline.desk.expire_due() == []  # not an expiry: the decision's own events, published again
+    (authorized,) = pipeline.bus.published[-1:]
+    assert authorized.type == "CommandAuthorized"
+    pipeline.follow([authorized])
+
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.COMPLETED
+    assert DEPLOYS == ["api@2.0"]
+    assert pipeline.store.approvals[approval.approval_id].announced
+    published = len(pipeline.bus.published)
+    pipeline.clock.advance(60)
+    assert (pipeline.desk.expire_due(), len(pipeline.bus.published)) == ([], published)
+
+
+def test_an_expiry_whose_publish_failed_is_announced_by_the_next_sweep(
+    waiting: tuple[InMemoryPipeline, Approval],
+) -> None:
+    pipeline, approval = waiting
+    pipeline.clock.advance(timedelta(hours=4).total_seconds() + 1)
+    pipeline.bus.fail_next = 1
+    with pytest.raises(ConnectionError):
+        pipeline.desk.expire_due()
+    assert pipeline.store.approvals[approval.approval_id].status is ApprovalStatus.EXPIRED
+    assert not pipeline.store.approvals[approval.approval_id].announced
+
+    pipeline.clock.advance(60)
+    (again,) = pipeline.desk.expire_due()
+    assert [e.type for e in again.published] == ["ApprovalExpired", "CommandDenied"]
+    pipeline.follow(again.published)
+
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
+    assert pipeline.desk.expire_due() == []
+    assert DEPLOYS == []

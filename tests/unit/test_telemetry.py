@@ -32,7 +32,7 @@ from intentbus.definition import Budget, Decision, DecisionContext, ScriptedAgen
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.handler import SqsStageHandler
-from intentbus.journal import Approval, Outcome
+from intentbus.journal import Approval, ApprovalStatus, Outcome
 from intentbus.policy import Policy
 from intentbus.registry import REDACTED, SENSITIVE, WITHHELD, Payload, TypeRegistry, TypeSpec
 from intentbus.stages.common import StageCore, StageResult
@@ -420,6 +420,7 @@ def test_a_paused_decision_counts_as_a_budget_exhausted() -> None:
 @dataclass
 class _Pending:
     requested_at: datetime
+    status: ApprovalStatus = ApprovalStatus.PENDING
 
 
 def test_the_approval_backlog_is_the_pending_count_and_the_oldest_age() -> None:
@@ -437,7 +438,8 @@ def test_the_expiry_sweep_reports_every_pending_approval() -> None:
     class Store:
         def due_approvals(self, before: datetime) -> list[_Pending]:
             asked.append(before)
-            return [_Pending(now - timedelta(seconds=90))]
+            decided_not_yet_announced = _Pending(now - timedelta(hours=3), ApprovalStatus.APPROVED)
+            return [_Pending(now - timedelta(seconds=90)), decided_not_yet_announced]
 
     @dataclass
     class Deps:

@@ -73,8 +73,9 @@ def resource_pk(tenant_id: str, resource: str) -> str:
 
 
 APPROVAL_SK = "APPROVAL"
-PENDING_APPROVALS = "APPROVALS#PENDING"
-"""gsi2's one key: pending approvals of every tenant by expiry, for the expiry sweep (a sparse index)."""
+SWEEP = "APPROVALS#PENDING"
+"""gsi2's one key, for the expiry sweep (a sparse index): pending approvals of every tenant by expiry,
+and decided ones whose events are not yet known to be published, by decision time."""
 
 
 def approval_pk(tenant_id: str, approval_id: str) -> str:
@@ -92,8 +93,11 @@ def approval_item(approval: Approval) -> dict[str, Any]:
         "ttl": _n(int(approval.expires_at.timestamp()) + 90 * 86400),
         "approval": _s(approval.model_dump_json()),
     }
-    if approval.status is ApprovalStatus.PENDING:
-        item |= {"gsi2pk": _s(PENDING_APPROVALS), "gsi2sk": _s(by_expiry)}
+    if approval.sweep_key is not None:
+        item |= {
+            "gsi2pk": _s(SWEEP),
+            "gsi2sk": _s(f"{approval.sweep_key.isoformat()}#{approval.approval_id}"),
+        }
     return item
 
 
@@ -187,8 +191,23 @@ class DynamoWorkflowStore:
         return self._query_approvals("gsi1", "gsi1pk", f"T#{tenant_id}#APPROVALS#{pending}", None)
 
     def due_approvals(self, now: datetime) -> list[Approval]:
-        """Pending approvals of every tenant that expired by ``now``."""
-        return self._query_approvals("gsi2", "gsi2pk", PENDING_APPROVALS, now)
+        """Approvals of every tenant the sweep must see by ``now``: pending ones that expired, and
+        decided ones not yet announced (the index is eventually consistent: read each one again)."""
+        return self._query_approvals("gsi2", "gsi2pk", SWEEP, now)
+
+    def mark_announced(self, approval: Approval) -> None:
+        announced = approval.model_copy(update={"announced": True})
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=approval_item(announced),
+                ConditionExpression="#status = :status",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":status": _s(approval.status.value)},
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
     def _query_approvals(self, index: str, key: str, value: str, before: datetime | None) -> list[Approval]:
         condition = f"{key} = :key"
