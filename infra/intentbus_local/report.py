@@ -108,7 +108,7 @@ def _dlq_runs(cloud: LocalCloud, catalog: Catalog) -> dict[tuple[str, str], str]
     return runs
 
 
-def _bucket(
+def bucket_of(
     entries: Sequence[LogEntry], state: WorkflowState | None, event_id: str
 ) -> tuple[str, str | None]:
     """How the first delivery of an accepted event ended, from the run's log and state."""
@@ -123,8 +123,10 @@ def _bucket(
         return "applied", None
     if state.status in (Status.AWAITING_APPROVAL, Status.PAUSED):
         return "waiting", state.reason or state.status.value
-    if state.status is Status.DENIED:
-        return "denied", state.reason
+    if state.status in (Status.DENIED, Status.CANCELLED):  # refused by policy, or by a person at review
+        return "denied", state.reason or state.status.value
+    if state.status is Status.FAILED:
+        return "applied", state.reason  # it ran: the failure is its outcome, and the reason says so
     return "applied", None
 
 
@@ -166,7 +168,7 @@ def build(
             item.bucket, item.reason = "dlq", dlq_runs[run]
         else:
             state = runs.setdefault(run, store.state(*run))
-            item.bucket, item.reason = _bucket(store.entries(*run), state, accepted.id)
+            item.bucket, item.reason = bucket_of(store.entries(*run), state, accepted.id)
             if run in dlq_runs and item.bucket == "applied" and state is not None and not state.terminal:
                 item.bucket, item.reason = "dlq", dlq_runs[run]
         seen.add(key)
