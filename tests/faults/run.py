@@ -191,13 +191,16 @@ def run_parallel(
     progress: Callable[[Tally], None] | None = None,
     chunk: int = CHUNK_SCHEDULES,
     schedules_per_process: int = SCHEDULES_PER_PROCESS,
+    start_worker: Callable[[], None] | None = None,
+    run_chunk: Callable[[list[int], list[str]], list[Tally]] | None = None,
 ) -> Outcome:
     """The same schedules over ``workers`` processes, each with its own in-process local cloud.
 
     Seeds go out in chunks of ``chunk``; a process is replaced by a fresh one (and a fresh local
     cloud) after about ``schedules_per_process`` schedules, because moto retains memory per
     schedule and a long run would otherwise exhaust the machine. A chunk whose process died is
-    listed in ``Outcome.unfinished`` rather than silently dropped.
+    listed in ``Outcome.unfinished`` rather than silently dropped. ``start_worker`` and
+    ``run_chunk`` (module-level functions: workers are spawned) replace the harness in tests.
     """
     outcome = Outcome(seed=seed, workers=workers)
     seeds = list(range(seed, seed + schedules))
@@ -210,10 +213,10 @@ def run_parallel(
         with ProcessPoolExecutor(
             max_workers=min(workers, len(chunks)),
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker_harness,
+            initializer=start_worker or _start_worker_harness,
         ) as pool:
             pending = {
-                pool.submit(_run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
+                pool.submit(run_chunk or _run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
                 for seeds_in_chunk in chunks
             }
             try:

@@ -1,0 +1,38 @@
+"""The parallel runner loses no schedule silently: a worker that dies has its seeds reported."""
+
+from __future__ import annotations
+
+import os
+
+from tests.faults.run import Tally, run_parallel
+
+DIES_AT = 7
+
+
+def _no_harness() -> None:
+    """These workers run no schedules, so they need no local cloud."""
+
+
+def _tally_or_die(seeds: list[int], kinds: list[str]) -> list[Tally]:
+    if DIES_AT in seeds:
+        os._exit(137)  # as the kernel's OOM killer would end it: no exception, no response
+    return [Tally(seed, "stand-in", {}, [], [], [], {}, 1, 0.0) for seed in seeds]
+
+
+def test_seeds_of_a_worker_that_died_are_unfinished_and_every_seed_is_accounted_for() -> None:
+    outcome = run_parallel(
+        18,
+        0,
+        workers=2,
+        chunk=1,
+        schedules_per_process=3,  # generations of 6 seeds: the second of three has the dying chunk
+        start_worker=_no_harness,
+        run_chunk=_tally_or_die,
+    )
+
+    tallied = [tally.seed for tally in outcome.tallies]
+    assert DIES_AT in outcome.unfinished
+    assert sorted(tallied + outcome.unfinished) == list(range(18))
+    assert set(range(6)) <= set(tallied), "the generation before the death lost schedules"
+    assert set(range(12, 18)) <= set(tallied), "the run stopped at the death"
+    assert "UNFINISHED" in outcome.summary()
