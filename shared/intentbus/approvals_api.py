@@ -39,7 +39,9 @@ def approver(app: APIGatewayRestResolver, tenant: str) -> Approver:
 
 
 def _view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(mode="json")
+    return approval.model_dump(
+        mode="json", exclude={"announced"}
+    )  # the sweep's bookkeeping, not the approver's
 
 
 def _answer(result: Result) -> Response[str]:

@@ -14,6 +14,7 @@ import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.state import Status
+from intentbus.telemetry import ALL_PENDING_BY
 from intentbus.workflows.incident import workflow as incident
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
@@ -70,6 +71,8 @@ def test_a_person_approves_over_the_api_and_the_run_completes(
         status, answer = call(f"{base}/{pending['approval_id']}/approve", "POST", {"reason": "looks right"})
         assert (status, answer["answer"]) == (200, "approved")
         assert answer["approval"]["decided_by"] == "ann@example.com"
+        assert "announced" not in answer["approval"]
+        assert store.due_approvals(ALL_PENDING_BY) == []  # published, so out of the sweep's index
         cloud.run_until_idle(max_invocations=100)
         status, again = call(f"{base}/{pending['approval_id']}/approve", "POST", {})
         assert (status, again["reason"]) == (200, "already approved by ann@example.com")
