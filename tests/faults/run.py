@@ -285,12 +285,29 @@ def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _from_env(
+    parser: argparse.ArgumentParser, given: int | None, name: str, default: int | None
+) -> int | None:
+    """The option if given, else the make variable's environment value, else ``default``."""
+    if given is not None:
+        return given
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        parser.error(f"{name}={raw!r} is not a whole number")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.run", description=__doc__.split("\n")[0])
-    parser.add_argument("--schedules", type=int, default=int(os.environ.get("FAULTS", DEFAULT_SCHEDULES)))
+    parser.add_argument(
+        "--schedules", type=int, default=None, help=f"default: $FAULTS, else {DEFAULT_SCHEDULES}"
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument(
-        "--workers", type=int, default=int(os.environ.get("FAULTS_WORKERS", "1")), help="processes"
+        "--workers", type=int, default=None, help="processes (default: $FAULTS_WORKERS, else 1)"
     )
     parser.add_argument("--kinds", default=",".join(ALL_KINDS), help=f"fault kinds to draw from: {ALL_KINDS}")
     parser.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
@@ -298,11 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--verbose", "-v", action="store_true", help="print every schedule, not just failing ones"
     )
     args = parser.parse_args(argv)
+    args.schedules = _from_env(parser, args.schedules, "FAULTS", DEFAULT_SCHEDULES)
+    args.workers = _from_env(parser, args.workers, "FAULTS_WORKERS", 1)
     if args.schedules < 1 or args.workers < 1:
         parser.error("--schedules and --workers must be at least 1")
-    seed = args.seed
+    seed = _from_env(parser, args.seed, "FAULTS_SEED", None)
     if seed is None:
-        seed = int(os.environ["FAULTS_SEED"]) if os.environ.get("FAULTS_SEED") else random.randrange(10**6)
+        seed = random.randrange(10**6)
     kinds = [kind for kind in args.kinds.split(",") if kind]
     unknown = sorted(set(kinds) - set(ALL_KINDS))
     if unknown:
