@@ -394,15 +394,16 @@ class ApprovalDesk:
             self.store.mark_announced(approval)
 
     def _announce_again(self, listed: Approval) -> Result | None:
+        """A decided or expired approval the sweep's index still lists: publish what was recorded."""
         approval = self.store.approval(listed.tenant_id, listed.approval_id)  # the index may lag
-        if approval is None or approval.status is ApprovalStatus.PENDING or approval.announced:
+        if approval is None or approval.announced:
             return None
         entry = self.store.snapshot(approval.tenant_id, approval.run_id, STAGE, approval.approval_id).entry
-        outputs = () if entry is None else entry.outputs
+        outputs = () if entry is None else entry.outputs  # the decision and its entry are one write
         self._announce(approval, outputs)
         if approval.status is not ApprovalStatus.EXPIRED or entry is None:
-            return None
-        return Result(Answer.EXPIRED, str(entry.summary.get("reason", "")), approval, tuple(outputs))
+            return None  # a person's decision, not an expiry: the sweep expired nothing here
+        return Result(Answer.EXPIRED, str(entry.summary["reason"]), approval, tuple(outputs))
 
 
 def _follow(

@@ -39,9 +39,8 @@ def approver(app: APIGatewayRestResolver, tenant: str) -> Approver:
 
 
 def _view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(
-        mode="json", exclude={"announced"}
-    )  # the sweep's bookkeeping, not the approver's
+    # ``announced`` is the expiry sweep's bookkeeping, nothing an approver acts on
+    return approval.model_dump(mode="json", exclude={"announced"})
 
 
 def _answer(result: Result) -> Response[str]:

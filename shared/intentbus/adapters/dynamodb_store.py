@@ -82,22 +82,22 @@ def approval_pk(tenant_id: str, approval_id: str) -> str:
     return f"T#{tenant_id}#APPROVAL#{approval_id}"
 
 
+def _by_time(at: datetime, approval_id: str) -> str:
+    return f"{at.isoformat()}#{approval_id}"
+
+
 def approval_item(approval: Approval) -> dict[str, Any]:
-    by_expiry = f"{approval.expires_at.isoformat()}#{approval.approval_id}"
     item = {
         "pk": _s(approval_pk(approval.tenant_id, approval.approval_id)),
         "sk": _s(APPROVAL_SK),
         "status": _s(approval.status.value),
         "gsi1pk": _s(f"T#{approval.tenant_id}#APPROVALS#{approval.status.value}"),
-        "gsi1sk": _s(by_expiry),
+        "gsi1sk": _s(_by_time(approval.expires_at, approval.approval_id)),
         "ttl": _n(int(approval.expires_at.timestamp()) + 90 * 86400),
         "approval": _s(approval.model_dump_json()),
     }
     if approval.sweep_key is not None:
-        item |= {
-            "gsi2pk": _s(SWEEP),
-            "gsi2sk": _s(f"{approval.sweep_key.isoformat()}#{approval.approval_id}"),
-        }
+        item |= {"gsi2pk": _s(SWEEP), "gsi2sk": _s(_by_time(approval.sweep_key, approval.approval_id))}
     return item
 
 
