@@ -11,9 +11,20 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
-from intentbus.journal import Approval, ApprovalStatus, Commit, CommitResult, CommitStatus, LogEntry, Snapshot
-from intentbus.ports import Claim, ClaimStatus, OutcomeInDoubt
-from intentbus.state import WorkflowState
+from intentbus.ids import canonical_json
+from intentbus.journal import (
+    Approval,
+    ApprovalStatus,
+    Authorization,
+    Commit,
+    CommitResult,
+    CommitStatus,
+    LogEntry,
+    Snapshot,
+    proof_key,
+)
+from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
+from intentbus.state import LEGACY_CHECKS, WorkflowState
 
 
 @dataclass
@@ -34,15 +45,36 @@ class InMemoryStore:
     approvals: dict[str, Approval] = field(default_factory=dict)
     resources: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     """(tenant, resource) -> (version, the command that claimed it)."""
+    authorizations: dict[tuple[str, str, str], Authorization] = field(default_factory=dict)
+    """(tenant, run, command id) -> the command's recorded authorization."""
     calls: int = 0
 
     def snapshot(
-        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+        self,
+        tenant_id: str,
+        run_id: str,
+        stage: str,
+        input_id: str,
+        *,
+        resource: str | None = None,
+        proofs: Sequence[tuple[str, str]] = (),
+        authorization: str | None = None,
     ) -> Snapshot:
         self.calls += 1
-        entry = self.logs.get((tenant_id, run_id), {}).get(f"{stage}#{input_id}")
+        log = self.logs.get((tenant_id, run_id), {})
+        entry = log.get(proof_key(stage, input_id))
         version = None if resource is None else self.resources.get((tenant_id, resource), (0, ""))[0]
-        return Snapshot(state=self.states.get((tenant_id, run_id)), entry=entry, resource_version=version)
+        found = {proof_key(s, i): log[proof_key(s, i)] for s, i in proofs if proof_key(s, i) in log}
+        found.pop(proof_key(stage, input_id), None)
+        return Snapshot(
+            state=self.states.get((tenant_id, run_id)),
+            entry=entry,
+            resource_version=version,
+            proofs=found,
+            authorization=None
+            if authorization is None
+            else self.authorizations.get((tenant_id, run_id, authorization)),
+        )
 
     def claim(
         self,
@@ -52,12 +84,18 @@ class InMemoryStore:
         command_id: str,
         resource: str | None,
         seen_version: int | None,
+        authorization: str | None,
         now: datetime,
     ) -> Claim:
         """The execution guard's semantics (intentbus.adapters.dynamodb_guard), in memory."""
         self.calls += 1
         state = self.states.get((tenant_id, run_id))
-        if state is not None and state.terminal:
+        granted = self.authorizations.get((tenant_id, run_id, command_id))
+        if state is None or (
+            authorization is not None and (granted is None or granted.digest != authorization)
+        ):
+            return Claim(ClaimStatus.NOT_AUTHORIZED)
+        if state.terminal:
             return Claim(ClaimStatus.RUN_ENDED, run_status=state.status.value)
         if resource is None:
             return Claim(ClaimStatus.CLAIMED)
@@ -68,11 +106,16 @@ class InMemoryStore:
         self.resources[(tenant_id, resource)] = (seen + 1, command_id)
         return Claim(ClaimStatus.CLAIMED)
 
+    def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
+        self.calls += 1
+        state = self.states.get((tenant_id, run_id))
+        return state is not None and state.checks == LEGACY_CHECKS
+
     def commit(self, commit: Commit) -> CommitResult:
         self.calls += 1
         key = (commit.tenant_id, commit.run_id)
         log = self.logs.setdefault(key, {})
-        entry_key = f"{commit.entry.stage}#{commit.entry.input_id}"
+        entry_key = proof_key(commit.entry.stage, commit.entry.input_id)
         if entry_key in log:
             return CommitResult(CommitStatus.ALREADY_RECORDED, log[entry_key])
         current = self.states.get(key)
@@ -92,6 +135,8 @@ class InMemoryStore:
         log[entry_key] = commit.entry
         if commit.state is not None:
             self.states[key] = commit.state
+        if commit.authorization is not None:
+            self.authorizations[(*key, commit.authorization.command_id)] = commit.authorization
         if commit.approval is not None:
             self.approvals[commit.approval.approval_id] = commit.approval
         return CommitResult(CommitStatus.COMMITTED)
@@ -159,6 +204,7 @@ class InMemoryRunner:
     def bind(self, context: LambdaContext) -> None:
         return None
 
+    payloads: dict[str, str] = field(default_factory=dict)
     lapsed: set[str] = field(default_factory=set)
     """Keys whose earlier attempt died in progress: the next run goes through ``after_lapse``."""
 
@@ -168,7 +214,10 @@ class InMemoryRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        key = str(command.idempotency_key)
+        key = f"{command.tenant_id}#{command.idempotency_key}"
+        held = self.payloads.setdefault(key, canonical_json(command.payload))
+        if held != canonical_json(command.payload):
+            raise KeyHeldByAnotherCommand(f"{key} holds another payload")
         if key not in self.results:
             lapsed = key in self.lapsed
             self.lapsed.discard(key)
@@ -176,6 +225,9 @@ class InMemoryRunner:
                 self.results[key] = after_lapse() if lapsed and after_lapse is not None else work()
             except OutcomeInDoubt:
                 self.lapsed.add(key)  # the in-progress record stays until its lease lapses
+                raise
+            except Exception:
+                del self.payloads[key]  # as Powertools deletes the in-progress record
                 raise
         return self.results[key]
 

@@ -11,6 +11,7 @@ from intentbus.approvals import ApprovalDesk
 from intentbus.catalog import Catalog
 from intentbus.definition import ClientProvider
 from intentbus.envelope import Envelope
+from intentbus.producers import ProducerBindings
 from intentbus.stages.authorize import AuthorizeStage
 from intentbus.stages.common import StageCore, StageDeps, StageResult
 from intentbus.stages.decide import DecideStage
@@ -52,6 +53,8 @@ class InMemoryPipeline:
     clock: ManualClock = field(default_factory=ManualClock)
     runner: InMemoryRunner = field(default_factory=InMemoryRunner)
     outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    producers: ProducerBindings = field(default_factory=lambda: ProducerBindings.parse("*=*"))
+    """Any source may send for any tenant, unless a test binds them."""
 
     def __post_init__(self) -> None:
         deps = StageDeps(
@@ -61,6 +64,7 @@ class InMemoryPipeline:
             clock=self.clock,
             environment=self.environment,
             settings={},
+            producers=self.producers,
         )
         self.deps = deps
         self.stages: dict[str, StageCore] = {

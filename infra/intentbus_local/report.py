@@ -19,6 +19,7 @@ from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE
+from intentbus.ids import input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
@@ -109,10 +110,11 @@ def _dlq_runs(cloud: LocalCloud, catalog: Catalog) -> dict[tuple[str, str], str]
 
 
 def bucket_of(
-    entries: Sequence[LogEntry], state: WorkflowState | None, event_id: str
+    entries: Sequence[LogEntry], state: WorkflowState | None, identity: str
 ) -> tuple[str, str | None]:
-    """How the first delivery of an accepted event ended, from the run's log and state."""
-    accepted = next((e for e in entries if e.stage == "validate" and e.input_id == event_id), None)
+    """How the first delivery of an accepted event ended, from the run's log and state (``identity``:
+    the input's, ``intentbus.ids.input_identity``, which keys validate's entry)."""
+    accepted = next((e for e in entries if e.stage == "validate" and e.input_id == identity), None)
     if accepted is None:
         return "lost", "accepted by nothing: no validate entry"
     fact_ids = {output.id for output in accepted.outputs}
@@ -158,17 +160,20 @@ def build(
             continue
         item.type, item.event_id = accepted.type, accepted.id
         item.tenant_id, item.run_id = accepted.tenant_id, accepted.run_id
-        key = (accepted.tenant_id, accepted.run_id, accepted.id)
+        identity = input_identity(accepted.tenant_id, accepted.source, accepted.id)
+        key = (accepted.tenant_id, accepted.run_id, identity)
         run = (accepted.tenant_id, accepted.run_id)
         if key in seen:
             item.bucket, item.reason = "duplicate", "the same event id was already accepted"
+        elif bus_event_id in quarantine:  # refused past the schema: a producer not bound to the tenant
+            item.bucket, item.reason = "quarantined", quarantine[bus_event_id]
         elif run in dlq_runs and not any(
-            e.stage == "validate" and e.input_id == accepted.id for e in store.entries(*run)
+            e.stage == "validate" and e.input_id == identity for e in store.entries(*run)
         ):
             item.bucket, item.reason = "dlq", dlq_runs[run]
         else:
             state = runs.setdefault(run, store.state(*run))
-            item.bucket, item.reason = bucket_of(store.entries(*run), state, accepted.id)
+            item.bucket, item.reason = bucket_of(store.entries(*run), state, identity)
             if run in dlq_runs and item.bucket == "applied" and state is not None and not state.terminal:
                 item.bucket, item.reason = "dlq", dlq_runs[run]
         seen.add(key)

@@ -24,7 +24,14 @@ from intentbus.journal import Approval, ApprovalStatus, Commit, CommitStatus, Lo
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
-from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
+from intentbus.stages.common import (
+    COMMIT_ATTEMPTS,
+    ConcurrentUpdate,
+    StageDeps,
+    authorization_for,
+    log_only,
+    pipeline_fact,
+)
 from intentbus.state import Status, WorkflowState, settle
 
 STAGE = "approval"
@@ -225,6 +232,12 @@ class ApprovalDesk:
                 "decision_reason": request.reason or None,
             }
         )
+        output = _follow(command, fact_type, payload, version=resumed.version, now=now)
+        authorization = (
+            authorization_for(output, command, approval.resource_version, by=STAGE, at=now)
+            if request.approve
+            else None
+        )
         entry = LogEntry(
             stage=STAGE,
             input_id=approval.approval_id,
@@ -232,7 +245,7 @@ class ApprovalDesk:
             outcome=Outcome.APPLIED if request.approve else Outcome.DENIED,
             at=now,
             version=resumed.version,
-            outputs=(_follow(command, fact_type, payload, version=resumed.version, now=now),),
+            outputs=(output,),
             summary={
                 "approver": request.approver.id,
                 "via": request.approver.via,
@@ -249,6 +262,7 @@ class ApprovalDesk:
             state=resumed,
             approval=decided,
             approval_was=ApprovalStatus.PENDING,
+            authorization=authorization,
         )
         result = self.store.commit(commit)
         if result.status is CommitStatus.VERSION_CONFLICT:

@@ -20,6 +20,8 @@ class Settings(BaseModel):
     quarantine_queue_url: str = Field(min_length=1)
     intentbus_environment: str = Field(min_length=1)
     intentbus_workflows: str = Field(min_length=1)
+    intentbus_producers: str = ""
+    """``ProducerBindings``: which tenants each producer may send for; empty binds nobody."""
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
     """How long a command's result is kept, so a redelivery gets it instead of running again."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -198,6 +199,13 @@ class ToolContext:
     idempotency_key: str
     clients: ClientProvider
     settings: Mapping[str, str]
+    allows: Callable[[str], bool] = lambda resource: True
+    """Whether the command's tenant may touch a resource (the workflow's ``tenant_resources``)."""
+
+    def require_resource(self, resource: str) -> None:
+        """The tool's own check, before it touches ``resource``: a second fence behind authorize's."""
+        if not self.allows(resource):
+            raise ToolError(f"tenant {self.tenant_id} may not touch {resource}", retryable=False)
 
     def setting(self, name: str) -> str:
         try:
@@ -250,6 +258,14 @@ class CommandSpec:
     tool: Tool
     resource: Callable[[Any], str] | None = None
     """Names the resource a command changes, for per-resource serialization."""
+    scope: Callable[[Any], tuple[str, ...]] | None = None
+    """Names every resource the command touches (reads included), for the tenant's allow-list;
+    by default its ``resource``."""
+
+    def touches(self, arguments: BaseModel) -> tuple[str, ...]:
+        if self.scope is not None:
+            return tuple(self.scope(arguments))
+        return () if self.resource is None else (self.resource(arguments),)
 
 
 StepResults = Mapping[str, Mapping[str, Any]]
@@ -290,6 +306,13 @@ class Workflow:
     """Every approval expires; a wait with no timeout would hang silently."""
     on_approval_expiry: Literal["cancel", "escalate"] = "cancel"
     """``cancel`` denies the command (the run ends DENIED); ``escalate`` pauses the run for review."""
+    tenant_resources: Mapping[str, tuple[str, ...]] | None = None
+    """Per tenant, the resources (``fnmatch`` patterns, e.g. ``ecs:shop/*``) its commands may touch; a
+    tenant not listed may touch none (``"*"`` lists patterns for every tenant). ``None``: no allow-list,
+    for workflows whose commands name no resource. Checked by authorize and again by the tool
+    (``ToolContext.require_resource``)."""
+    max_commands: int = 4
+    """The most commands one decision may propose; a decision with more is refused (quarantined)."""
     events: dict[str, TypeSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     steps: dict[str, Step] = field(default_factory=dict)
@@ -307,10 +330,11 @@ class Workflow:
         *,
         tool: Tool,
         resource: Callable[[Any], str] | None = None,
+        scope: Callable[[Any], tuple[str, ...]] | None = None,
         starts: bool = False,
     ) -> None:
         """Declare a command type. ``starts=True``: other systems may send it directly (no agent)."""
-        self.commands[name] = CommandSpec(name=name, model=model, tool=tool, resource=resource)
+        self.commands[name] = CommandSpec(name=name, model=model, tool=tool, resource=resource, scope=scope)
         if starts:
             self.starts_on.add(name)
 
@@ -323,6 +347,12 @@ class Workflow:
             for spec in self.commands.values()
         ]
         return [*self.events.values(), *command_specs]
+
+    def allows_resource(self, tenant_id: str, resource: str) -> bool:
+        if self.tenant_resources is None:
+            return True
+        patterns = (*self.tenant_resources.get(tenant_id, ()), *self.tenant_resources.get("*", ()))
+        return any(fnmatch.fnmatchcase(resource, pattern) for pattern in patterns)
 
     def offered(self, step: Step) -> dict[str, CommandSpec]:
         """The commands a step's agent is offered (``Step.tools``, or every declared command)."""
@@ -347,4 +377,6 @@ class Workflow:
         for name in self.starts_on:
             if name not in self.steps:
                 found.append(f"{name!r} starts the workflow but no step handles it")
+        if self.max_commands < 1:
+            found.append("max_commands must be at least 1")
         return found

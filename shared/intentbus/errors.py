@@ -27,6 +27,18 @@ class MalformedInput(Exception):
         return cls(problems + (f" (and {more} more)" if more > 0 else ""), field=field)
 
 
+NOT_RECORDED = "not recorded by the pipeline"
+
+
+class NotRecorded(MalformedInput):
+    """A pipeline fact that the durable record does not hold as it claims: forged, or altered on the way.
+
+    It is quarantined like malformed input, and counted apart (the ``ForgedFacts`` metric)."""
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(f"{NOT_RECORDED}: {detail}", field=field)
+
+
 class ConfigurationError(Exception):
     """The function is deployed without something it needs; fix the template, not the message."""
 

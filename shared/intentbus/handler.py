@@ -124,7 +124,9 @@ class SqsStageHandler:
             )
             if self._logger.log_level <= logging.DEBUG:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
-            telemetry.add_counts(self._metrics, telemetry.outcome_counts(self.stage, result.outcome))
+            telemetry.add_counts(
+                self._metrics, telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged)
+            )
             telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
             return result.outcome.value
 

@@ -27,6 +27,20 @@ def derive_id(*parts: object) -> str:
     return str(uuid.uuid5(INTENTBUS_NAMESPACE, ":".join(str(part) for part in parts)))
 
 
+def digest(value: Any) -> str:
+    """sha256 of the canonical JSON: what a stage records of a fact, so a later stage can compare."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def input_identity(tenant_id: str, source: str, event_id: str) -> str:
+    """An input's identity: its tenant, its source and its id (CloudEvents' identity is source + id).
+
+    Dedup, the derived ``run_id`` and every id the pipeline derives for the input follow it, so two
+    tenants (or two sources) sending the same id are two inputs.
+    """
+    return derive_id("input", tenant_id, source, event_id)
+
+
 def content_id(content: Any) -> str:
     """An id for an inbound event that came without one: the same content gives the same id."""
     return derive_id("content", canonical_json(content))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE
-from intentbus.ids import content_id, derive_id, idempotency_key
+from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.registry import TypeRegistry, UnknownType
 
 # CloudEvents extension attributes are lower-case letters and digits only.
@@ -107,6 +107,17 @@ def _from_cloudevents(detail: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def _check_source(sent_as: str, claimed: Any) -> None:
+    if PIPELINE_SOURCE in (sent_as, claimed):
+        raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
+    if claimed != sent_as:
+        raise MalformedInput(
+            f"the envelope's source {claimed!r} is not the event's source {sent_as!r}: a producer "
+            "speaks only as the source its policy lets it send",
+            field="source",
+        )
+
+
 def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
     """The accepted envelope, with its payload validated by the type's model."""
     detail = bus_event.detail
@@ -131,20 +142,23 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         raise MalformedInput(
             f"type {type_name!r} is a pipeline fact; only the pipeline publishes it", field="type"
         )
-    if PIPELINE_SOURCE in (bus_event.source, fields.get("source")):
-        raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
+    _check_source(bus_event.source, fields.get("source", bus_event.source))
     declared_kind = fields.setdefault("kind", spec.kind.value)
     if declared_kind != spec.kind.value:
         raise MalformedInput(f"{type_name!r} is a {spec.kind.value}, not a {declared_kind}", field="kind")
 
     if "timestamp" not in fields:
         fields.setdefault("time", bus_event.time)
-    fields.setdefault("source", bus_event.source)
+    source = fields.setdefault("source", bus_event.source)
     event_id = fields.setdefault("id", content_id(detail))
     if not isinstance(event_id, str):
         raise MalformedInput("id must be a string", field="id")
-    run_id = fields.setdefault("run_id", f"run_{derive_id('run', event_id).replace('-', '')[:20]}")
-    fields.setdefault("trace_id", f"tr_{derive_id('trace', event_id).replace('-', '')}")
+    tenant_id = fields.get("tenant_id")
+    # Derived from the input's identity (tenant, source, id): two tenants or two sources sending the
+    # same id start two runs.
+    identity = input_identity(str(tenant_id), str(source), event_id)
+    run_id = fields.setdefault("run_id", f"run_{derive_id('run', identity).replace('-', '')[:20]}")
+    fields.setdefault("trace_id", f"tr_{derive_id('trace', identity).replace('-', '')}")
     fields.setdefault("step_index", 0)
     fields.setdefault("correlation_id", run_id)
     try:

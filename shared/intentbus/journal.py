@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -85,6 +85,23 @@ class Approval(BaseModel):
         return now >= self.expires_at
 
 
+class Authorization(BaseModel):
+    """The pipeline's record that a command may run: written by authorize (an ALLOW verdict) or by an
+    approver's APPROVED decision, in the same write as the verdict. Execute's guard checks it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command_id: str
+    fact_id: str
+    """The CommandAuthorized that carries it: execute runs only that fact, and record's outcome follows it."""
+    digest: str
+    """Of the CommandAuthorized fact's id, command and resource version (``authorization_digest``)."""
+    command_digest: str
+    by: str
+    """``authorize`` or ``approval``."""
+    at: datetime
+
+
 @dataclass(frozen=True)
 class Commit:
     """One atomic write: an optional state change, the log entry, and an optional approval.
@@ -102,6 +119,8 @@ class Commit:
     approval: Approval | None = None
     approval_was: ApprovalStatus | None = None
     """Set when ``approval`` replaces an existing one: the status it must still have (PENDING)."""
+    authorization: Authorization | None = None
+    """Written with the verdict that allows a command (put if absent)."""
 
     def __post_init__(self) -> None:
         if self.state is not None and not self.create and self.expected_version is None:
@@ -117,6 +136,17 @@ class Snapshot:
     """This stage's entry for this input, if it was already recorded (a redelivery)."""
     resource_version: int | None = None
     """The version of the resource asked for (0 if it was never changed); ``None`` if none was."""
+    proofs: dict[str, LogEntry] = field(default_factory=dict)
+    """Other stages' entries asked for, by ``proof_key(stage, input_id)``: what they recorded publishing."""
+    authorization: Authorization | None = None
+    """The command's recorded authorization, when asked for."""
+
+    def proof(self, stage: str, input_id: str) -> LogEntry | None:
+        return self.proofs.get(proof_key(stage, input_id))
+
+
+def proof_key(stage: str, input_id: str) -> str:
+    return f"{stage}#{input_id}"
 
 
 class CommitStatus(StrEnum):

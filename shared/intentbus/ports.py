@@ -20,9 +20,19 @@ class Clock(Protocol):
 
 class WorkflowStore(Protocol):
     def snapshot(
-        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+        self,
+        tenant_id: str,
+        run_id: str,
+        stage: str,
+        input_id: str,
+        *,
+        resource: str | None = None,
+        proofs: Sequence[tuple[str, str]] = (),
+        authorization: str | None = None,
     ) -> Snapshot:
-        """The run's state and this stage's entry for the input (and a resource's version), in one read."""
+        """In one read: the run's state, this stage's entry for the input, and as asked a resource's
+        version, other stages' entries (``(stage, input_id)``: what they recorded) and a command's
+        recorded authorization."""
         ...
 
     def commit(self, commit: Commit) -> CommitResult: ...
@@ -35,6 +45,8 @@ class ClaimStatus(StrEnum):
     CONFLICT = "conflict"
     """Another command moved the resource past the version this one was authorized at."""
     RUN_ENDED = "run_ended"
+    NOT_AUTHORIZED = "not_authorized"
+    """No authorization matching this fact is recorded for the command (or no such run exists)."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +67,17 @@ class ExecutionGuard(Protocol):
         command_id: str,
         resource: str | None,
         seen_version: int | None,
+        authorization: str | None,
         now: datetime,
     ) -> Claim:
-        """In one write: the run has not ended, and (with a resource) the resource is still at
-        ``seen_version`` or already claimed by this command; claiming moves it to ``seen_version + 1``."""
+        """In one write: the run exists and has not ended, the command's recorded authorization has
+        this digest (``authorization_digest``), and (with a resource) the resource is still at
+        ``seen_version`` or already claimed by this command; claiming moves it to ``seen_version + 1``.
+        ``authorization=None`` skips the authorization check: only for a run that predates it."""
+        ...
+
+    def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
+        """Whether the run exists and started before authorizations were recorded (a legacy run)."""
         ...
 
 
@@ -79,6 +98,10 @@ class OutcomeInDoubt(Exception):
     next one goes through ``after_lapse`` (a check) instead of running the work blindly again."""
 
 
+class KeyHeldByAnotherCommand(Exception):
+    """The idempotency key already belongs to a command with another payload: this one is not it."""
+
+
 class IdempotentRunner(Protocol):
     def bind(self, context: LambdaContext) -> None:
         """Receives the Lambda context, so an in-progress lock lapses with the invocation."""
@@ -90,7 +113,8 @@ class IdempotentRunner(Protocol):
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Run ``work`` at most once per idempotency key; a repeat returns the stored result.
+        """Run ``work`` at most once per tenant and idempotency key; a repeat returns the stored result,
+        and a command with the same key but another payload raises ``KeyHeldByAnotherCommand``.
 
         When an earlier attempt's in-progress lock lapsed (it crashed or timed out mid-way, or raised
         ``OutcomeInDoubt``), the effect may have half-happened: ``after_lapse`` runs instead of ``work``,

@@ -12,6 +12,7 @@ from intentbus.adapters.eventbridge_bus import EventBridgeBus
 from intentbus.adapters.sqs_quarantine import SqsQuarantine
 from intentbus.catalog import Catalog
 from intentbus.config import Settings
+from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class Runtime:
             clock=clock,
             environment=settings.intentbus_environment,
             settings=dict(os.environ),
+            producers=ProducerBindings.parse(settings.intentbus_producers),
         )
         self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
 

@@ -20,6 +20,9 @@ class Status(StrEnum):
     """A person cancelled the run while it was paused for review."""
 
 
+LEGACY_CHECKS = 0
+RECORDED_CHECKS = 1
+
 TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED, Status.CANCELLED})
 
 
@@ -87,6 +90,10 @@ class WorkflowState(BaseModel):
     """Limits raised by a person's resume; the budget check uses them over the workflow's."""
     resumed: Resumption | None = None
     """The last resume, which fences its step to the paused input re-published by the resume."""
+    checks: int = Field(default=LEGACY_CHECKS, ge=0)
+    """The trust rules the run started under. Runs started by this release (``RECORDED_CHECKS``) have every
+    authorization recorded, and execute and record require it; a run started before (no such field)
+    finishes under the earlier rules, its facts checked against the log by id and content."""
 
     @property
     def terminal(self) -> bool:
@@ -108,6 +115,7 @@ def new_run(
         step_on=step_on,
         started_at=now,
         updated_at=now,
+        checks=RECORDED_CHECKS,
     )
 
 

@@ -250,6 +250,9 @@ FAILED = "failed"
 """Records a stage raised on: SQS redelivers them, and after ``maxReceiveCount`` moves them to the DLQ."""
 LATENCY = "latency"
 """Milliseconds a stage spent on one record."""
+FORGED_FACTS = "forged_facts"
+"""Facts quarantined because the record does not hold them as they claim (``not recorded by the
+pipeline``): a forgery, or a bug that altered a fact on the way. Alarmed on."""
 BUDGET_EXHAUSTED = "budget_exhausted"
 """A run paused for review because decide found a budget (depth, steps, tokens, deadline) spent."""
 APPROVALS_PENDING = "approvals_pending"
@@ -264,11 +267,13 @@ BUDGET_STAGE = "decide"
 """The stage whose PAUSED outcome means a budget was crossed (record pauses for unknown outcomes)."""
 
 
-def outcome_counts(stage: str, outcome: Outcome) -> tuple[str, ...]:
+def outcome_counts(stage: str, outcome: Outcome, *, forged: bool = False) -> tuple[str, ...]:
     """The count metrics (value 1) one record that ended in ``outcome`` at ``stage`` adds."""
     names: tuple[str, ...] = (PROCESSED, outcome.value)
     if stage == BUDGET_STAGE and outcome is Outcome.PAUSED:
         names += (BUDGET_EXHAUSTED,)
+    if forged:
+        names += (FORGED_FACTS,)
     return names
 
 

@@ -278,6 +278,7 @@ def resources(aws: None, monkeypatch: pytest.MonkeyPatch) -> Resources:
         "QUARANTINE_QUEUE_URL": quarantine_url,
         "INTENTBUS_ENVIRONMENT": "dev",
         "INTENTBUS_WORKFLOWS": WORKFLOW_MODULES,
+        "INTENTBUS_PRODUCERS": "monitoring.example=*;crm.example=*;shop.example=*",
         "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
         "CRM_TABLE": CRM_TABLE,
         "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,

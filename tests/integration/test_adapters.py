@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
 from botocore.stub import Stubber
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
@@ -30,6 +29,7 @@ from intentbus.journal import (
     LogEntry,
     Outcome,
 )
+from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus.state import Status, WorkflowState
 from tests.fakes import ManualClock, raw_body
 from tests.integration.conftest_moto import (
@@ -610,12 +610,22 @@ def test_same_key_with_a_different_payload_is_rejected(idempotency_env: Idempote
     calls: list[int] = []
     idempotency_env.runner.run(command(), counting_work(calls))
 
-    with pytest.raises(IdempotencyValidationError):
+    with pytest.raises(KeyHeldByAnotherCommand):
         idempotency_env.runner.run(
             command(payload={"service": "checkout-api", "desired_count": 9}), counting_work(calls)
         )
 
     assert calls == [1]
+
+
+def test_the_key_is_namespaced_by_tenant(idempotency_env: IdempotencyEnv) -> None:
+    """Attack: another tenant sends a command with the victim's idempotency key first; the victim's
+    command still runs, with its own record."""
+    calls: list[int] = []
+    intruder = command().model_copy(update={"tenant_id": "intruder", "payload": {"desired_count": 99}})
+    idempotency_env.runner.run(intruder, counting_work(calls))
+    idempotency_env.runner.run(command(), counting_work(calls))
+    assert calls == [1, 1]
 
 
 def test_work_that_raises_leaves_no_completed_record_and_runs_again(idempotency_env: IdempotencyEnv) -> None:
@@ -669,7 +679,11 @@ def _seed_body(**parameters: str) -> str:
 def _crm_item(customer_id: str) -> dict[str, Any] | None:
     item: dict[str, Any] | None = (
         client("dynamodb")
-        .get_item(TableName="intentbus-crm", Key={"customer_id": {"S": customer_id}}, ConsistentRead=True)
+        .get_item(
+            TableName="intentbus-crm",
+            Key={"tenant_id": {"S": SEED_TENANT}, "customer_id": {"S": customer_id}},
+            ConsistentRead=True,
+        )
         .get("Item")
     )
     return item

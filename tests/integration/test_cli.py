@@ -28,7 +28,7 @@ def test_local_run_reports_where_every_input_ended(
         "applied",
         "duplicate",
         "applied",
-        "waiting",
+        "denied",
         "applied",
         "quarantined",
         "quarantined",
@@ -39,10 +39,11 @@ def test_local_run_reports_where_every_input_ended(
     assert statuses == [
         ("direct_tool_call", "COMPLETED"),
         ("direct_tool_call", "COMPLETED"),
-        ("incident_response", "AWAITING_APPROVAL"),
         ("incident_response", "COMPLETED"),
+        ("incident_response", "DENIED"),
     ]
-    assert "3 applied, 1 duplicate, 2 quarantined, 1 waiting" in capsys.readouterr().out
+    assert "may not touch ecs:shop/checkout-api" in str(report["inputs"][3]["reason"])  # not its service
+    assert "3 applied, 1 denied, 1 duplicate, 2 quarantined" in capsys.readouterr().out
 
 
 def test_emit_puts_each_envelope_on_the_bus(

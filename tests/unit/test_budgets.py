@@ -218,7 +218,7 @@ def test_nothing_more_is_decided_after_the_pause(pipeline: InMemoryPipeline) -> 
     assert [e.type for e in again.published] == [facts.HUMAN_REVIEW_REQUIRED]
     serve(pipeline)  # the first serve, sent again
     last = Envelope.model_validate(pipeline.store.entries(TENANT, RUN)[-1].summary["event"])
-    other = last.model_copy(update={"id": "evt-another-pong"})
+    other = last.model_copy(update={"id": "evt-another-pong", "source": "arcade.example"})
     pipeline.run(raw_body(other.to_json_dict(), detail_type=other.type, source="arcade.example"))
 
     assert pingpong_workflow.agent_calls == calls

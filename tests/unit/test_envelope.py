@@ -58,7 +58,8 @@ def test_cloudevents_structured_mode_with_extensions() -> None:
         },
     }
     envelope, _ = normalize(
-        parse_bus_event(raw_body(detail, detail_type="ServiceLatencyIncreased")), catalog().types
+        parse_bus_event(raw_body(detail, detail_type="ServiceLatencyIncreased", source="monitor")),
+        catalog().types,
     )
     assert (envelope.id, envelope.tenant_id, envelope.kind) == ("ce-1", "acme", Kind.EVENT)
     assert envelope.payload["p99_ms"] == 900.0

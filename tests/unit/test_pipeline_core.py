@@ -142,7 +142,9 @@ def test_an_event_from_an_earlier_step_is_recorded_stale_not_applied(pipeline: I
             "payload": {"order_id": "o-1", "reserved": 1},
         }
     )
-    result = pipeline.deliver("validate", raw_body(late.to_json_dict(), detail_type="OrderReserved"))
+    result = pipeline.deliver(
+        "validate", raw_body(late.to_json_dict(), detail_type="OrderReserved", source="shop.example")
+    )
     stale = pipeline.deliver("decide", bus_body(result.published[0]))
     assert stale.outcome is Outcome.STALE
     assert pipeline.store.states[(TENANT, "run-o-1")].status is Status.COMPLETED

@@ -205,8 +205,12 @@ def test_a_bedrock_model_that_obeys_the_injection_is_denied_every_time(case: str
 
 
 @pytest.mark.parametrize("environment", ["dev", "production"])
-def test_a_scale_up_past_the_ceiling_is_denied_even_where_a_person_could_approve(environment: str) -> None:
-    """The incident workflow, its triage model told by the alert to scale checkout-api to 500."""
+def test_a_scale_up_proposed_at_triage_is_refused_as_the_step_does_not_offer_it(environment: str) -> None:
+    """The incident workflow, its triage model told by the alert to scale checkout-api to 500.
+
+    Attack: text in an alert makes the model propose scale_service at the first step. The triage step
+    offers collect_diagnostics alone, so decide refuses the answer (after the one repair attempt) and
+    nothing is proposed, authorized or run."""
     client = stubbed_client()
     pipeline = InMemoryPipeline(Catalog([incident.workflow]), environment=environment)
     pipeline.stages["decide"] = DecideStage(
@@ -231,11 +235,12 @@ def test_a_scale_up_past_the_ceiling_is_denied_even_where_a_person_could_approve
         },
     }
     with Stubber(client) as stubber:
-        stubber.add_response("converse", converse_response([tool_use("scale_service", scale)]), None)
+        for _ in range(2):  # the answer, and the repair attempt that insists
+            stubber.add_response("converse", converse_response([tool_use("scale_service", scale)]), None)
         pipeline.run(raw_body(detail, detail_type="ServiceLatencyIncreased"))
-    (denied,) = [e for e in pipeline.bus.published if e.type == facts.COMMAND_DENIED]
-    assert denied.payload["verdict"]["effect"] == "deny"
-    assert "desired_count=500 is above the maximum 20" in denied.payload["verdict"]["reason"]
+    assert [e.type for e in pipeline.bus.published] == [facts.EVENT_ACCEPTED]
+    (quarantined,) = pipeline.quarantine.records
+    assert quarantined["stage"] == "decide"
+    assert "scale_service: no such tool" in quarantined["reason"]  # the Bedrock adapter refuses it
     assert not pipeline.store.approvals
-    (state,) = pipeline.store.states.values()
-    assert state.status is Status.DENIED
+    assert not pipeline.store.states

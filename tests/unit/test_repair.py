@@ -94,7 +94,7 @@ def test_a_repaired_event_goes_back_through_validate_with_its_lineage() -> None:
     (first,) = [
         e
         for e in pipeline.store.entries(TENANT, envelope.run_id)
-        if e.stage == "validate" and e.input_id == envelope.id
+        if e.stage == "validate" and e.summary["event_id"] == envelope.id
     ]
     accepted = first.outputs[0].payload["event"]
     assert (accepted["id"], accepted["causation_id"]) == (envelope.id, "evt-o-1")  # the lineage, in the log

@@ -11,6 +11,7 @@ from intentbus import facts
 from intentbus.approvals import Approver
 from intentbus.catalog import Catalog
 from intentbus.definition import Workflow
+from intentbus.envelope import Envelope
 from intentbus.journal import Commit, CommitResult, LogEntry, Outcome
 from intentbus.review import ATTEMPT_STAGE, STAGE, Answer, Result, ReviewDesk
 from intentbus.state import BudgetOverride, Status, WorkflowState
@@ -309,8 +310,14 @@ def test_only_the_resumed_input_is_decided_at_the_resumed_step(paused: InMemoryP
         e for e in paused.bus.published if e.type == facts.EVENT_ACCEPTED and e.id == pause.input_id
     )
     assert paused.deliver("decide", bus_body(original)).outcome is Outcome.DUPLICATE
-    rival = original.model_copy(update={"id": "accepted-elsewhere"})
-    stale = paused.deliver("decide", bus_body(rival))
+    forged = original.model_copy(update={"id": "accepted-elsewhere"})  # recorded by no stage
+    assert paused.deliver("decide", bus_body(forged)).forged
+    event = Envelope.model_validate(original.payload["event"])
+    another = event.model_copy(update={"id": "evt-another", "source": "arcade.example"})
+    accepted = paused.deliver(
+        "validate", raw_body(another.to_json_dict(), detail_type=another.type, source="arcade.example")
+    )
+    stale = paused.deliver("decide", bus_body(accepted.published[0]))
     assert stale.outcome is Outcome.STALE
     assert (
         stale.reason == f"alice resumed step {LIMIT + 1} to decide {result.published[1].id} again, not this"

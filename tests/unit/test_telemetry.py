@@ -415,6 +415,11 @@ def test_a_paused_decision_counts_as_a_budget_exhausted() -> None:
     assert telemetry.outcome_counts("decide", Outcome.PAUSED) == ("processed", "paused", "budget_exhausted")
     assert telemetry.outcome_counts("record", Outcome.PAUSED) == ("processed", "paused")
     assert telemetry.outcome_counts("authorize", Outcome.WAITING) == ("processed", "waiting")
+    assert telemetry.outcome_counts("execute", Outcome.QUARANTINED, forged=True) == (
+        "processed",
+        "quarantined",
+        "forged_facts",
+    )
 
 
 @dataclass

@@ -99,7 +99,7 @@ def lapsed_pipeline(reconcile: Reconcile | None, invoice: str) -> InMemoryPipeli
     CHARGES.clear()
     pipeline = InMemoryPipeline(Catalog([billing(reconcile)]))
     payload = {"type": "charge", "payload": {"invoice": invoice, "cents": 1200}}
-    pipeline.runner.lapsed.add(idempotency_key(f"run-{invoice}", 1, payload))
+    pipeline.runner.lapsed.add(f"acme#{idempotency_key(f'run-{invoice}', 1, payload)}")
     return pipeline
 
 

@@ -1,10 +1,12 @@
 """The execution guard on the workflow table: one TransactWriteItems per command, before its tool runs.
 
-It checks the run has not ended and, for a command that names a resource, moves the resource item from
-the version the command was authorized at to the next one. Of commands authorized at one version only
-the first to claim runs; the rest find the version moved and are conflicts. A claim by the same command
-again (a retry after a crash) passes, so a holder that died never blocks its resource: there is nothing
-to release, and a command authorized after the claim reads the new version.
+It checks the run exists and has not ended, that the command's authorization is recorded with this
+fact's digest (an ALLOW verdict or an approver's decision wrote it), and, for a command that names a
+resource, moves the resource item from the version the command was authorized at to the next one. Of
+commands authorized at one version only the first to claim runs; the rest find the version moved and
+are conflicts. A claim by the same command again (a retry after a crash) passes, so a holder that died
+never blocks its resource: there is nothing to release, and a command authorized after the claim reads
+the new version.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, resource_pk, run_pk
+from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, auth_sk, resource_pk, run_pk
 from intentbus.ports import Claim, ClaimStatus
-from intentbus.state import TERMINAL
+from intentbus.state import LEGACY_CHECKS, TERMINAL, WorkflowState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -35,21 +37,35 @@ class DynamoExecutionGuard:
         command_id: str,
         resource: str | None,
         seen_version: int | None,
+        authorization: str | None,
         now: datetime,
     ) -> Claim:
         ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
+        pk = {"S": run_pk(tenant_id, run_id)}
         actions: list[dict[str, Any]] = [
             {
                 "ConditionCheck": {
                     "TableName": self._table,
-                    "Key": {"pk": {"S": run_pk(tenant_id, run_id)}, "sk": {"S": STATE_SK}},
-                    "ConditionExpression": f"NOT (#status IN ({', '.join(ended)}))",
+                    "Key": {"pk": pk, "sk": {"S": STATE_SK}},
+                    "ConditionExpression": f"attribute_exists(pk) AND NOT (#status IN ({', '.join(ended)}))",
                     "ExpressionAttributeNames": {"#status": "status"},
                     "ExpressionAttributeValues": ended,
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
-            }
+            },
         ]
+        if authorization is not None:
+            actions.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table,
+                        "Key": {"pk": pk, "sk": {"S": auth_sk(command_id)}},
+                        "ConditionExpression": "digest = :digest",
+                        "ExpressionAttributeValues": {":digest": {"S": authorization}},
+                    }
+                }
+            )
+        checked = len(actions)
         if resource is not None:
             seen = seen_version or 0
             actions.append(
@@ -82,11 +98,26 @@ class DynamoExecutionGuard:
             response: dict[str, Any] = dict(error.response)
             reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
             failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
+            if authorization is not None and len(failed) > 1 and failed[1]:
+                return Claim(ClaimStatus.NOT_AUTHORIZED)
             if failed and failed[0]:
                 status = reasons[0].get("Item", {}).get("status", {}).get("S")
-                return Claim(ClaimStatus.RUN_ENDED, run_status=status)
-            if len(failed) > 1 and failed[1]:
-                holder = reasons[1].get("Item", {}).get("holder", {}).get("S")
+                return Claim(
+                    ClaimStatus.RUN_ENDED if status else ClaimStatus.NOT_AUTHORIZED, run_status=status
+                )
+            if len(failed) > checked and failed[checked]:
+                holder = reasons[checked].get("Item", {}).get("holder", {}).get("S")
                 return Claim(ClaimStatus.CONFLICT, holder=holder)
             raise  # cancelled for another reason (a concurrent transaction): retried by SQS
         return Claim(ClaimStatus.CLAIMED)
+
+    def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
+        response = self._client.get_item(
+            TableName=self._table,
+            Key={"pk": {"S": run_pk(tenant_id, run_id)}, "sk": {"S": STATE_SK}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        if item is None:
+            return False
+        return WorkflowState.model_validate_json(item["state"]["S"]).checks == LEGACY_CHECKS

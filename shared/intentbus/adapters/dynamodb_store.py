@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -10,11 +11,13 @@ from botocore.exceptions import ClientError
 from intentbus.journal import (
     Approval,
     ApprovalStatus,
+    Authorization,
     Commit,
     CommitResult,
     CommitStatus,
     LogEntry,
     Snapshot,
+    proof_key,
 )
 from intentbus.state import WorkflowState
 
@@ -66,6 +69,20 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
 
 
 RESOURCE_SK = "RESOURCE"
+AUTH_PREFIX = "AUTH#"
+
+
+def auth_sk(command_id: str) -> str:
+    return f"{AUTH_PREFIX}{command_id}"
+
+
+def authorization_item(tenant_id: str, run_id: str, authorization: Authorization) -> dict[str, Any]:
+    return {
+        "pk": _s(run_pk(tenant_id, run_id)),
+        "sk": _s(auth_sk(authorization.command_id)),
+        "digest": _s(authorization.digest),
+        "authorization": _s(authorization.model_dump_json()),
+    }
 
 
 def resource_pk(tenant_id: str, resource: str) -> str:
@@ -112,13 +129,22 @@ class DynamoWorkflowStore:
         self._client = client
 
     def snapshot(
-        self, tenant_id: str, run_id: str, stage: str, input_id: str, *, resource: str | None = None
+        self,
+        tenant_id: str,
+        run_id: str,
+        stage: str,
+        input_id: str,
+        *,
+        resource: str | None = None,
+        proofs: Sequence[tuple[str, str]] = (),
+        authorization: str | None = None,
     ) -> Snapshot:
         pk = run_pk(tenant_id, run_id)
-        keys: list[dict[str, Any]] = [
-            {"pk": _s(pk), "sk": _s(STATE_SK)},
-            {"pk": _s(pk), "sk": _s(log_sk(stage, input_id))},
-        ]
+        own = log_sk(stage, input_id)
+        sort_keys = [STATE_SK, own, *(log_sk(s, i) for s, i in proofs)]
+        if authorization is not None:
+            sort_keys.append(auth_sk(authorization))
+        keys: list[dict[str, Any]] = [{"pk": _s(pk), "sk": _s(sk)} for sk in dict.fromkeys(sort_keys)]
         if resource is not None:
             keys.append({"pk": _s(resource_pk(tenant_id, resource)), "sk": _s(RESOURCE_SK)})
         found: list[dict[str, Any]] = []
@@ -127,16 +153,29 @@ class DynamoWorkflowStore:
             response = self._client.batch_get_item(RequestItems=request)
             found.extend(response["Responses"].get(self._table, []))
             request = dict(response.get("UnprocessedKeys") or {})
-        state = entry = None
+        state = entry = granted = None
         resource_version = None if resource is None else 0
+        others: dict[str, LogEntry] = {}
         for item in found:
-            if item["sk"]["S"] == STATE_SK:
+            sk = item["sk"]["S"]
+            if sk == STATE_SK:
                 state = WorkflowState.model_validate_json(item["state"]["S"])
-            elif item["sk"]["S"] == RESOURCE_SK:
+            elif sk == RESOURCE_SK:
                 resource_version = int(item["version"]["N"])
+            elif sk.startswith(AUTH_PREFIX):
+                granted = Authorization.model_validate_json(item["authorization"]["S"])
             else:
-                entry = LogEntry.model_validate_json(item["entry"]["S"])
-        return Snapshot(state=state, entry=entry, resource_version=resource_version)
+                logged = LogEntry.model_validate_json(item["entry"]["S"])
+                if sk == own:
+                    entry = logged
+                others[proof_key(logged.stage, logged.input_id)] = logged
+        return Snapshot(
+            state=state,
+            entry=entry,
+            resource_version=resource_version,
+            proofs={key: value for key, value in others.items() if key != proof_key(stage, input_id)},
+            authorization=granted,
+        )
 
     def commit(self, commit: Commit) -> CommitResult:
         log_put: dict[str, Any] = {
@@ -149,6 +188,9 @@ class DynamoWorkflowStore:
         actions.extend(self._state_actions(commit))
         if commit.approval is not None:
             actions.append({"Put": self._approval_put(commit)})
+        if commit.authorization is not None:
+            item = authorization_item(commit.tenant_id, commit.run_id, commit.authorization)
+            actions.append({"Put": {"TableName": self._table, "Item": item}})
         if len(actions) == 1:
             return self._put_entry_only(log_put)
         try:

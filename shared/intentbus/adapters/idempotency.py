@@ -17,11 +17,12 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.envelope import Envelope
-from intentbus.ports import OutcomeInDoubt
+from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -107,7 +108,8 @@ class PowertoolsIdempotentRunner:
         lease_seconds: float | None = None,
     ) -> None:
         self.config = IdempotencyConfig(
-            event_key_jmespath="idempotency_key",
+            # Namespaced by tenant: no tenant can claim (or pre-claim) another tenant's key.
+            event_key_jmespath="[tenant_id, idempotency_key]",
             payload_validation_jmespath="payload",
             raise_on_no_idempotency_key=True,
             expires_after_seconds=retention_seconds,
@@ -146,6 +148,8 @@ class PowertoolsIdempotentRunner:
             result: dict[str, Any] = self._run(command=command.to_json_dict(), work=attempt)
         except _KeepInProgress as kept:
             raise kept.doubt from kept.doubt.__cause__
+        except IdempotencyValidationError as error:
+            raise KeyHeldByAnotherCommand(str(error)) from error
         return result
 
 

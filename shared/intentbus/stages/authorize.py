@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from pydantic import BaseModel
+
 from intentbus import facts
-from intentbus.definition import Workflow
+from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.ids import derive_id
+from intentbus.ids import derive_id, input_identity
 from intentbus.journal import Approval, Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
@@ -21,10 +23,12 @@ from intentbus.stages.common import (
     Stage,
     StageDeps,
     StageResult,
+    authorization_for,
     commit_then_publish,
     log_only,
     publish,
     read_fact,
+    require_recorded,
     typed_payload,
 )
 from intentbus.state import Status, WorkflowState, begin_step, new_run
@@ -78,11 +82,14 @@ class AuthorizeStage(Stage):
         spec = workflow.commands[command.type]
         arguments = typed_payload(spec.model, command, "detail.payload.command")
         resource = spec.resource(arguments) if spec.resource is not None else None
+        producers = _producers(proposed, command)
         snapshot = self.store.snapshot(
-            command.tenant_id, command.run_id, STAGE, proposed.id, resource=resource
+            command.tenant_id, command.run_id, STAGE, proposed.id, resource=resource, proofs=producers
         )
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
+        # The proposal must be what decide (or, for a command sent directly, validate) recorded.
+        require_recorded(snapshot, proposed, producers)
         now = self.deps.clock.now()
         state, is_new = self._run_for(snapshot.state, command, workflow, now)
         if state is None:
@@ -99,12 +106,14 @@ class AuthorizeStage(Stage):
             return commit_then_publish(
                 self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), proposed
             )
-        verdict = workflow.policy.evaluate(
+        verdict = _outside_step(workflow, state, command, is_new) or workflow.policy.evaluate(
             command=command.type,
             payload=command.payload,
             tenant_id=command.tenant_id,
             environment=self.deps.environment,
         )
+        if verdict.effect is not Effect.DENY:
+            verdict = _outside_resources(workflow, spec, arguments, command.tenant_id) or verdict
         turn = _Turn(
             proposed=proposed,
             fact=fact,
@@ -161,6 +170,7 @@ class AuthorizeStage(Stage):
         approval: Approval | None = None
         new_state: WorkflowState | None = turn.state if turn.is_new else None
         payload: Payload
+        authorization = None
         if verdict.effect is Effect.ALLOW:
             fact_type, outcome = facts.COMMAND_AUTHORIZED, Outcome.APPLIED
             payload = facts.CommandAuthorized(
@@ -190,6 +200,8 @@ class AuthorizeStage(Stage):
             version=version,
             payload=payload.model_dump(mode="json"),
         )
+        if verdict.effect is Effect.ALLOW:
+            authorization = authorization_for(output, command, turn.resource_version, by=STAGE, at=turn.now)
         entry = LogEntry(
             stage=STAGE,
             input_id=turn.proposed.id,
@@ -212,8 +224,49 @@ class AuthorizeStage(Stage):
             state=new_state,
             create=turn.is_new,
             approval=approval,
+            authorization=authorization,
         )
         return commit_then_publish(self.deps, self.store, commit, turn.proposed)
+
+
+def _producers(proposed: Envelope, command: Envelope) -> list[tuple[str, str]]:
+    """Where a CommandProposed is recorded: decide's entry for the accepted event it answers, or
+    validate's entry for a command another system sent (by its identity; by its id before that)."""
+    identity = input_identity(command.tenant_id, command.source, command.id)
+    return [("decide", proposed.causation_id or ""), ("validate", identity), ("validate", command.id)]
+
+
+def _outside_step(
+    workflow: Workflow, state: WorkflowState, command: Envelope, is_new: bool
+) -> Verdict | None:
+    """A command its step does not offer, or of another step, is denied whatever the policy says."""
+    step = workflow.steps.get(state.step_on)
+    if step is None or command.type not in workflow.offered(step):
+        return Verdict(
+            effect=Effect.DENY,
+            rule="step-tools",
+            reason=f"the step on {state.step_on} does not offer {command.type}",
+        )
+    if not is_new and command.step_index != state.step_index:
+        return Verdict(
+            effect=Effect.DENY,
+            rule="step-tools",
+            reason=f"the command is for step {command.step_index}; the run is at step {state.step_index}",
+        )
+    return None
+
+
+def _outside_resources(
+    workflow: Workflow, spec: CommandSpec, arguments: BaseModel, tenant_id: str
+) -> Verdict | None:
+    for resource in spec.touches(arguments):
+        if not workflow.allows_resource(tenant_id, resource):
+            return Verdict(
+                effect=Effect.DENY,
+                rule="tenant-resources",
+                reason=f"tenant {tenant_id} may not touch {resource} in {workflow.name}",
+            )
+    return None
 
 
 def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:

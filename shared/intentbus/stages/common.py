@@ -12,11 +12,13 @@ from pydantic import BaseModel, ValidationError
 
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope, Kind
-from intentbus.errors import MalformedInput
+from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.facts import PIPELINE_SOURCE
+from intentbus.ids import digest
 from intentbus.inbound import parse_bus_event
-from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
+from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
 from intentbus.ports import Bus, Clock, Quarantine, WorkflowStore
+from intentbus.producers import ProducerBindings
 
 FactT = TypeVar("FactT", bound=BaseModel)
 
@@ -29,6 +31,8 @@ class StageResult:
     envelope: Envelope | None = None
     published: tuple[Envelope, ...] = ()
     reason: str | None = None
+    forged: bool = False
+    """Quarantined because the record does not hold the fact as it claims (``NotRecorded``)."""
 
 
 class StageCore(Protocol):
@@ -68,6 +72,8 @@ class StageDeps:
     clock: Clock
     environment: str
     settings: dict[str, str] = field(default_factory=dict)
+    producers: ProducerBindings = field(default_factory=ProducerBindings.none)
+    """Which tenants each producer may send for; by default nobody may (``ProducerBindings``)."""
 
 
 def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
@@ -128,7 +134,47 @@ def quarantined(
     deps: StageDeps, stage: str, error: MalformedInput, body: str, message_id: str | None
 ) -> StageResult:
     deps.quarantine.put(stage=stage, reason=error.reason, field=error.field, body=body, message_id=message_id)
-    return StageResult(outcome=Outcome.QUARANTINED, reason=error.reason)
+    return StageResult(
+        outcome=Outcome.QUARANTINED, reason=error.reason, forged=isinstance(error, NotRecorded)
+    )
+
+
+def fact_digest(envelope: Envelope) -> str:
+    return digest(envelope.to_json_dict())
+
+
+def authorization_digest(fact_id: str, command: Envelope, resource_version: int | None) -> str:
+    """What execute's guard compares: the CommandAuthorized's id, its command and its resource version."""
+    return digest({"fact": fact_id, "command": command.to_json_dict(), "resource_version": resource_version})
+
+
+def authorization_for(
+    fact: Envelope, command: Envelope, resource_version: int | None, *, by: str, at: datetime
+) -> Authorization:
+    return Authorization(
+        command_id=command.id,
+        fact_id=fact.id,
+        digest=authorization_digest(fact.id, command, resource_version),
+        command_digest=fact_digest(command),
+        by=by,
+        at=at,
+    )
+
+
+def recorded(entry: LogEntry | None, envelope: Envelope) -> bool:
+    """Whether ``entry`` recorded publishing exactly ``envelope`` (same id, same content)."""
+    if entry is None:
+        return False
+    wanted = fact_digest(envelope)
+    return any(out.id == envelope.id and fact_digest(out) == wanted for out in entry.outputs)
+
+
+def require_recorded(snapshot: Snapshot, envelope: Envelope, producers: Sequence[tuple[str, str]]) -> None:
+    """The fact must be among what one of its possible producers recorded publishing (rule 8)."""
+    if any(recorded(snapshot.proof(stage, input_id), envelope) for stage, input_id in producers):
+        return
+    stages = " or ".join(sorted({stage for stage, _ in producers}))
+    raise NotRecorded(f"{stages} recorded no {envelope.type} {envelope.id} like this one", field="detail")
 
 
 def publish(

@@ -25,7 +25,7 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.ids import derive_id, idempotency_key
+from intentbus.ids import derive_id, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
@@ -39,6 +39,7 @@ from intentbus.stages.common import (
     log_only,
     publish,
     read_fact,
+    require_recorded,
     typed_payload,
 )
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
@@ -154,9 +155,11 @@ class DecideStage(Stage):
         raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
 
     def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:
-        snapshot = self.store.snapshot(event.tenant_id, event.run_id, STAGE, accepted.id)
+        producers = _producers(accepted, event)
+        snapshot = self.store.snapshot(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=producers)
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, accepted, snapshot.entry.outputs)
+        require_recorded(snapshot, accepted, producers)
         workflow = self.deps.catalog.owner(event.type)
         if workflow is None:
             raise MalformedInput(f"no workflow declares {event.type!r}", field="detail.payload.event.type")
@@ -228,7 +231,7 @@ class DecideStage(Stage):
     def _decide(self, turn: _Turn, agent: Agent, context: DecisionContext) -> Decision:
         """The agent's decision, checked; a model gets one repair attempt, shown why it was refused."""
         try:
-            return _checked(turn.workflow, agent.decide(context))
+            return _checked(turn.workflow, context, agent.decide(context))
         except MalformedDecision as failure:
             first = failure
         if not isinstance(agent, RepairableAgent):  # a scripted agent would answer the same again
@@ -239,7 +242,7 @@ class DecideStage(Stage):
                 attempts=[first],
             )
         try:
-            repaired = _checked(turn.workflow, agent.repair(context, first))
+            repaired = _checked(turn.workflow, context, agent.repair(context, first))
         except MalformedDecision as second:
             raise RejectedDecision(
                 f"agent {agent.name!r}'s answer is still invalid after one repair attempt: {second.reason}",
@@ -347,10 +350,28 @@ class DecideStage(Stage):
         )
 
 
-def _checked(workflow: Workflow, decision: Decision) -> Decision:
-    """The decision if every proposal is a declared command with a valid payload; else malformed."""
+def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -> Decision:
+    """The decision if it proposes at most ``max_commands``, each a command the step offers with a valid
+    payload; else malformed. Every agent is held to it, scripted ones too."""
     problems: list[MalformedInput] = []
+    if len(decision.commands) > workflow.max_commands:
+        problems.append(
+            MalformedInput(
+                f"the agent proposed {len(decision.commands)} commands; workflow {workflow.name!r} allows "
+                f"at most {workflow.max_commands} per decision",
+                field="decision.commands",
+            )
+        )
     for proposed in decision.commands:
+        if proposed.type in workflow.commands and proposed.type not in context.commands:
+            problems.append(
+                MalformedInput(
+                    f"the agent proposed {proposed.type!r}, which the step on {context.event_type} does not "
+                    f"offer (it offers {sorted(context.commands)})",
+                    field="decision.commands",
+                )
+            )
+            continue
         try:
             _canonical(workflow, proposed)
         except MalformedInput as problem:
@@ -394,6 +415,13 @@ def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int
             turn.accepted.run_id, step_index, {"type": proposed.type, "payload": canonical}
         ),
     )
+
+
+def _producers(accepted: Envelope, event: Envelope) -> list[tuple[str, str]]:
+    """Where an EventAccepted is recorded: validate's entry for the input (by its identity; by its id
+    before that), or a reviewer's resume, whose entry is keyed by the pause it answers."""
+    identity = input_identity(event.tenant_id, event.source, event.id)
+    return [("validate", identity), ("validate", event.id), ("review", accepted.causation_id or "")]
 
 
 def _why_stale(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -11,14 +12,21 @@ from botocore.exceptions import BotoCoreError
 from pydantic import BaseModel, ValidationError
 
 from intentbus import facts
-from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError
+from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError, Workflow
 from intentbus.envelope import Envelope, Kind
-from intentbus.errors import MalformedInput
+from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.journal import Outcome
 from intentbus.policy import Effect
-from intentbus.ports import ClaimStatus, ExecutionGuard, IdempotentRunner, OutcomeInDoubt
+from intentbus.ports import (
+    Claim,
+    ClaimStatus,
+    ExecutionGuard,
+    IdempotentRunner,
+    KeyHeldByAnotherCommand,
+    OutcomeInDoubt,
+)
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, publish, read_fact
+from intentbus.stages.common import Stage, StageDeps, StageResult, authorization_digest, publish, read_fact
 
 STAGE = "execute"
 
@@ -57,11 +65,30 @@ class ExecuteStage(Stage):
             return self.reject(error, body, message_id)
 
         resource = spec.resource(arguments) if spec.resource is not None else None
+        workflow = self.deps.catalog.owner(command.type)
+        assert workflow is not None, "a registered command has an owning workflow"
         attempt = _Attempt(
-            self, fact.envelope, command, spec.tool, arguments, resource, fact.payload.resource_version
+            self,
+            fact.envelope,
+            command,
+            spec.tool,
+            arguments,
+            resource,
+            fact.payload.resource_version,
+            workflow,
         )
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
-        output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
+        try:
+            output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
+        except KeyHeldByAnotherCommand:
+            forged = NotRecorded(
+                f"idempotency key {command.idempotency_key} of tenant {command.tenant_id} belongs to another "
+                "command",
+                field="detail.payload.command",
+            )
+            return self.reject(forged, body, message_id)
+        except NotRecorded as error:  # raised inside the runner, so no result is stored for the key
+            return self.reject(error, body, message_id)
         return publish(
             self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
         )
@@ -78,6 +105,7 @@ class _Attempt:
     arguments: BaseModel
     resource: str | None
     seen_version: int | None
+    workflow: Workflow
     ran: bool = False
 
     @property
@@ -88,6 +116,7 @@ class _Attempt:
             idempotency_key=str(self.command.idempotency_key),
             clients=self.stage.clients,
             settings=self.stage.deps.settings,
+            allows=functools.partial(self.workflow.allows_resource, self.command.tenant_id),
         )
 
     def run(self) -> dict[str, Any]:
@@ -121,15 +150,20 @@ class _Attempt:
         )
 
     def _claim(self) -> dict[str, Any] | None:
-        """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not."""
-        claim = self.stage.guard.claim(
-            tenant_id=self.command.tenant_id,
-            run_id=self.command.run_id,
-            command_id=self.command.id,
-            resource=self.resource,
-            seen_version=self.seen_version,
-            now=self.stage.deps.clock.now(),
-        )
+        """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not.
+
+        A fact whose authorization the record does not hold is refused (``NotRecorded``), never run."""
+        claim = self._guarded(authorization_digest(self.incoming.id, self.command, self.seen_version))
+        if claim.status is ClaimStatus.NOT_AUTHORIZED and self.stage.guard.predates_authorizations(
+            self.command.tenant_id, self.command.run_id
+        ):
+            claim = self._guarded(None)  # a run started before authorizations were recorded
+        if claim.status is ClaimStatus.NOT_AUTHORIZED:
+            raise NotRecorded(
+                f"no authorization of command {self.command.id} matching this {self.incoming.type} is "
+                f"recorded for run {self.command.run_id} of tenant {self.command.tenant_id}",
+                field="detail.payload",
+            )
         if claim.status is ClaimStatus.RUN_ENDED:
             reason = f"the run had ended ({claim.run_status}) before {self.command.type} could run: not run"
             return self._output(
@@ -151,6 +185,17 @@ class _Attempt:
             )
             return self._output(facts.COMMAND_CONFLICTED, conflicted)
         return None
+
+    def _guarded(self, authorization: str | None) -> Claim:
+        return self.stage.guard.claim(
+            tenant_id=self.command.tenant_id,
+            run_id=self.command.run_id,
+            command_id=self.command.id,
+            resource=self.resource,
+            seen_version=self.seen_version,
+            authorization=authorization,
+            now=self.stage.deps.clock.now(),
+        )
 
     def _after_unknown(self, error: Exception) -> dict[str, Any]:
         """A RECONCILE tool failed in a way that may have left its effect behind: check before any retry."""

@@ -11,8 +11,9 @@ from pydantic import ValidationError
 from intentbus import facts
 from intentbus.definition import Step, Workflow
 from intentbus.envelope import Envelope, Kind
-from intentbus.errors import MalformedInput
-from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.ids import derive_id
+from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -22,12 +23,14 @@ from intentbus.stages.common import (
     StageDeps,
     StageResult,
     commit_then_publish,
+    fact_digest,
     log_only,
     pipeline_fact,
     publish,
     read_fact,
+    require_recorded,
 )
-from intentbus.state import Status, WorkflowState, record_result, settle
+from intentbus.state import LEGACY_CHECKS, Status, WorkflowState, record_result, settle
 
 STAGE = "record"
 
@@ -58,19 +61,32 @@ class RecordStage(Stage):
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
             fact = read_fact(body, _OUTCOMES)
+            for _ in range(COMMIT_ATTEMPTS):
+                result = self._attempt(fact.envelope, cast(OutcomeFact, fact.payload))
+                if result is not None:
+                    return result
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        for _ in range(COMMIT_ATTEMPTS):
-            result = self._attempt(fact.envelope, cast(OutcomeFact, fact.payload))
-            if result is not None:
-                return result
         raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record")
 
     def _attempt(self, incoming: Envelope, fact: OutcomeFact) -> StageResult | None:
         command = fact.command
-        snapshot = self.store.snapshot(command.tenant_id, command.run_id, STAGE, incoming.id)
+        denied = isinstance(fact, facts.CommandDenied)
+        producers = _deniers(incoming, command) if denied else []
+        snapshot = self.store.snapshot(
+            command.tenant_id,
+            command.run_id,
+            STAGE,
+            incoming.id,
+            proofs=producers,
+            authorization=None if denied else command.id,
+        )
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, incoming, snapshot.entry.outputs)
+        if denied:
+            require_recorded(snapshot, incoming, producers)
+        else:
+            _require_authorized(snapshot, incoming, command)
         now = self.deps.clock.now()
         state = snapshot.state
         if state is None or state.terminal or command.id not in state.pending:
@@ -221,4 +237,28 @@ class RecordStage(Stage):
             payload=facts.WorkflowFailed(
                 workflow=workflow.name, status=state.status.value, reason=state.reason or ""
             ),
+        )
+
+
+def _deniers(incoming: Envelope, command: Envelope) -> list[tuple[str, str]]:
+    """Where a CommandDenied is recorded: authorize's verdict on the proposal, or the approval's entry
+    (a person's rejection, or the expiry that cancelled it)."""
+    return [("authorize", incoming.causation_id or ""), ("approval", derive_id(command.id, "approval"))]
+
+
+def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelope) -> None:
+    """Execute's outcomes are of a command whose authorization is recorded, and follow that very
+    CommandAuthorized. A run started before authorizations were recorded is checked by id only."""
+    if snapshot.state is not None and snapshot.state.checks == LEGACY_CHECKS:
+        return
+    granted = snapshot.authorization
+    if granted is None:
+        raise NotRecorded(
+            f"{incoming.type} for command {command.id}, whose authorization is not recorded", field="detail"
+        )
+    if granted.command_digest != fact_digest(command) or granted.fact_id != incoming.causation_id:
+        raise NotRecorded(
+            f"{incoming.type} for command {command.id} does not follow its recorded authorization "
+            f"{granted.fact_id}",
+            field="detail.payload.command",
         )

@@ -10,14 +10,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from intentbus import facts
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, commit_then_publish, log_only
+from intentbus.stages.common import (
+    Stage,
+    StageDeps,
+    StageResult,
+    commit_then_publish,
+    log_only,
+    publish,
+    require_recorded,
+)
 
 STAGE = "validate"
 
@@ -27,23 +38,63 @@ class ValidateStage(Stage):
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
+    account: str | None = None
+    """The stack's account, from the Lambda context: bindings without an account name it."""
+
+    def bind(self, context: LambdaContext) -> None:
+        arn = getattr(context, "invoked_function_arn", "") or ""
+        parts = arn.split(":")
+        if len(parts) > 4 and parts[4]:
+            self.account = parts[4]
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            envelope, _ = normalize(parse_bus_event(body), self.deps.catalog.types)
+            bus_event = parse_bus_event(body)
+            envelope, _ = normalize(bus_event, self.deps.catalog.types)
+            identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
+            if envelope.source == facts.WORKFLOW_SOURCE:
+                return self._domain_event(envelope, identity, body, message_id)
+            account = bus_event.account or ""
+            if not self.deps.producers.allows(
+                account=account,
+                source=envelope.source,
+                tenant_id=envelope.tenant_id,
+                own_account=self.account,
+            ):
+                why = self.deps.producers.why_not(
+                    account=account, source=envelope.source, tenant_id=envelope.tenant_id
+                )
+                raise MalformedInput(why, field="tenant_id")
         except MalformedInput as error:
             return self.reject(error, body, message_id)
+        return self._accept(envelope, identity)
+
+    def _domain_event(
+        self, envelope: Envelope, identity: str, body: str, message_id: str | None
+    ) -> StageResult:
+        """A workflow's outcome event re-enters here; only the one record published is accepted."""
+        producers = [("record", envelope.causation_id or "")]
+        snapshot = self.store.snapshot(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=producers)
+        if snapshot.entry is not None:
+            return publish(self.deps, Outcome.DUPLICATE, envelope, snapshot.entry.outputs)
+        try:
+            require_recorded(snapshot, envelope, producers)
+        except MalformedInput as error:
+            return self.reject(error, body, message_id)
+        return self._accept(envelope, identity)
+
+    def _accept(self, envelope: Envelope, identity: str) -> StageResult:
         now = self.deps.clock.now()
-        output = self._accepted(envelope, now)
+        output = self._accepted(envelope, identity, now)
         entry = LogEntry(
             stage=STAGE,
-            input_id=envelope.id,
+            input_id=identity,
             input_type=envelope.type,
             outcome=Outcome.APPLIED,
             at=now,
             version=envelope.version,
             outputs=(output,),
-            summary={"source": envelope.source, "kind": envelope.kind.value},
+            summary={"source": envelope.source, "kind": envelope.kind.value, "event_id": envelope.id},
         )
         result = commit_then_publish(
             self.deps, self.store, log_only(entry, envelope.tenant_id, envelope.run_id), envelope
@@ -52,8 +103,11 @@ class ValidateStage(Stage):
         return result
 
     @staticmethod
-    def _accepted(envelope: Envelope, now: datetime) -> Envelope:
-        """A command sent directly by another system is a proposal; an event is a fact to decide on."""
+    def _accepted(envelope: Envelope, identity: str, now: datetime) -> Envelope:
+        """A command sent directly by another system is a proposal; an event is a fact to decide on.
+
+        Its id is derived from the input's identity, so every id the pipeline derives for this input
+        differs from those of another tenant's or another source's input with the same id."""
         payload: Payload
         if envelope.kind is Kind.COMMAND:
             payload = facts.CommandProposed(command=envelope, decision_id=envelope.id, agent=None)
@@ -61,7 +115,7 @@ class ValidateStage(Stage):
         else:
             payload = facts.EventAccepted(event=envelope)
             fact_type = facts.EVENT_ACCEPTED
-        return envelope.follow(
+        followed = envelope.follow(
             stage=STAGE,
             type=fact_type,
             kind=Kind.EVENT,
@@ -69,3 +123,4 @@ class ValidateStage(Stage):
             time=now,
             source=facts.PIPELINE_SOURCE,
         )
+        return followed.model_copy(update={"id": derive_id(identity, STAGE, 0)})

@@ -115,9 +115,19 @@ def _max_statistic(
     return max((float(point["Maximum"]) for point in points), default=0.0), len(points)
 
 
+def service_resource(command: ServiceRef) -> str:
+    """The name the tenant allow-list and the resource serialization use for an ECS service."""
+    return f"ecs:{command.cluster}/{command.service}"
+
+
+def _scope(command: ServiceRef) -> tuple[str, ...]:
+    return (service_resource(command),)
+
+
 @tool(repeat_safety=RepeatSafety.SAFE)
 def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Mapping[str, Any]:
     """Reads the service's p99 latency from CloudWatch."""
+    context.require_resource(service_resource(command))
     p99, count = _max_statistic(
         context, LATENCY_METRIC, [{"Name": "Service", "Value": command.service}], command.window_minutes
     )
@@ -132,6 +142,7 @@ def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Ma
 @tool(repeat_safety=RepeatSafety.SAFE)
 def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapping[str, Any]:
     """Reads every dependency's error rate and names the worst one."""
+    context.require_resource(service_resource(command))
     with aws_errors("listing dependency metrics"):
         listed = context.clients.client("cloudwatch").list_metrics(
             Namespace=METRICS_NAMESPACE,
@@ -168,6 +179,7 @@ def _describe(context: ToolContext, command: ServiceRef) -> list[dict[str, Any]]
 @tool(repeat_safety=RepeatSafety.SAFE)
 def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, Any]:
     """Reads the ECS service and proposes doubling it, within the policy's ceiling."""
+    context.require_resource(service_resource(command))
     services = _describe(context, command)
     if not services:
         raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
@@ -183,6 +195,7 @@ def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, A
 @tool(repeat_safety=RepeatSafety.SAFE)
 def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
     """Sets the desired count: an absolute value, so running it twice leaves the same service."""
+    context.require_resource(service_resource(command))
     if not _describe(context, command):
         raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
     with aws_errors(f"scaling {command.cluster}/{command.service}"):
@@ -270,11 +283,12 @@ POLICY = Policy(
             reason="reads metrics only",
         ),
         Rule(id="read-only-planning", command="plan_recovery", effect=Effect.ALLOW, reason="reads ECS only"),
+        # The deployment's Environment decides, never the environment an alert's payload claims.
         Rule(
             id="scale-non-production",
             command="scale_service",
             effect=Effect.ALLOW,
-            where={"environment": ("dev", "staging")},
+            environments=("dev", "staging"),
             limits={"desired_count": Limit(min=1, max=MAX_DESIRED_COUNT)},
             reason="scaling outside production is allowed up to the ceiling",
         ),
@@ -282,18 +296,26 @@ POLICY = Policy(
             id="scale-production-needs-approval",
             command="scale_service",
             effect=Effect.REQUIRE_APPROVAL,
-            where={"environment": ("production",)},
+            environments=("production",),
             limits={"desired_count": Limit(min=1, max=MAX_DESIRED_COUNT)},
             reason="scaling a production service needs a person's approval",
         ),
     )
 )
 
+TENANT_SERVICES: dict[str, tuple[str, ...]] = dict.fromkeys(
+    ("org_enterprise_alpha", "acme", "globex", "bench"), ("ecs:shop/*",)
+)
+"""The ECS services each tenant's incidents may read and scale; a tenant not listed may touch none.
+A deployment lists its own (and scopes the execute role's ECS access with ``IncidentEcsCluster``)."""
+
 workflow = Workflow(
     name="incident_response",
     version="1",
     policy=POLICY,
     budget=Budget(max_depth=8, max_steps=8, max_tokens=50_000, deadline=timedelta(hours=6)),
+    tenant_resources=TENANT_SERVICES,
+    max_commands=1,
 )
 
 workflow.event("ServiceLatencyIncreased", ServiceLatencyIncreased, starts=True)
@@ -302,15 +324,10 @@ workflow.event("DependencyFailureSuspected", DependencyFailureSuspected)
 workflow.event("RecoveryProposed", RecoveryProposed)
 workflow.event("RecoveryCompleted", RecoveryCompleted)
 
-workflow.command("collect_diagnostics", CollectDiagnostics, tool=collect_diagnostics)
-workflow.command("check_dependencies", CheckDependencies, tool=check_dependencies)
-workflow.command("plan_recovery", PlanRecovery, tool=plan_recovery)
-workflow.command(
-    "scale_service",
-    ScaleService,
-    tool=scale_service,
-    resource=lambda command: f"ecs:{command.cluster}/{command.service}",
-)
+workflow.command("collect_diagnostics", CollectDiagnostics, tool=collect_diagnostics, scope=_scope)
+workflow.command("check_dependencies", CheckDependencies, tool=check_dependencies, scope=_scope)
+workflow.command("plan_recovery", PlanRecovery, tool=plan_recovery, scope=_scope)
+workflow.command("scale_service", ScaleService, tool=scale_service, resource=service_resource)
 
 # Each step's agent is a model when the deployment configures one (BEDROCK_MODEL_ID), and its
 # scripted twin otherwise: the demo and the tests need no credentials. Either way it only proposes.
@@ -347,7 +364,32 @@ OPERATOR = ModelAgent(
     fallback=ScriptedAgent("operator", _operate),
 )
 
-workflow.step(Step(on="ServiceLatencyIncreased", agent=TRIAGE, outcome="DiagnosisRequested"))
-workflow.step(Step(on="DiagnosisRequested", agent=DIAGNOSTICIAN, outcome="DependencyFailureSuspected"))
-workflow.step(Step(on="DependencyFailureSuspected", agent=PLANNER, outcome="RecoveryProposed"))
-workflow.step(Step(on="RecoveryProposed", agent=OPERATOR, outcome="RecoveryCompleted", final=True))
+# Each step offers its agent one tool; decide refuses any other proposal and authorize denies it.
+workflow.step(
+    Step(
+        on="ServiceLatencyIncreased",
+        agent=TRIAGE,
+        outcome="DiagnosisRequested",
+        tools=("collect_diagnostics",),
+    )
+)
+workflow.step(
+    Step(
+        on="DiagnosisRequested",
+        agent=DIAGNOSTICIAN,
+        outcome="DependencyFailureSuspected",
+        tools=("check_dependencies",),
+    )
+)
+workflow.step(
+    Step(on="DependencyFailureSuspected", agent=PLANNER, outcome="RecoveryProposed", tools=("plan_recovery",))
+)
+workflow.step(
+    Step(
+        on="RecoveryProposed",
+        agent=OPERATOR,
+        outcome="RecoveryCompleted",
+        final=True,
+        tools=("scale_service",),
+    )
+)
