@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -46,33 +48,97 @@ def test_local_run_reports_where_every_input_ended(
     assert "3 applied, 1 denied, 1 duplicate, 2 quarantined" in capsys.readouterr().out
 
 
-def test_emit_puts_each_envelope_on_the_bus(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def ingress(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
+    """A moto ingress bus named by $INGRESS_BUS_NAME, with a rule sending everything to one queue."""
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
+        "INGRESS_BUS_NAME": "ingress",
     }.items():
         monkeypatch.setenv(name, value)
-    events = tmp_path / "events.jsonl"
-    events.write_text(EVENTS.read_text())
+    monkeypatch.delenv("INTENTBUS_WORKFLOWS", raising=False)
     with mock_aws():
-        boto3.client("events").create_event_bus(Name="bus")
+        events = boto3.client("events")
+        events.create_event_bus(Name="ingress")
         sqs = boto3.client("sqs")
         url = sqs.create_queue(QueueName="all")["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        boto3.client("events").put_rule(
-            Name="all", EventBusName="bus", EventPattern=json.dumps({"source": [{"prefix": ""}]})
+        events.put_rule(
+            Name="all", EventBusName="ingress", EventPattern=json.dumps({"source": [{"prefix": ""}]})
         )
-        boto3.client("events").put_targets(Rule="all", EventBusName="bus", Targets=[{"Id": "q", "Arn": arn}])
+        events.put_targets(Rule="all", EventBusName="ingress", Targets=[{"Id": "q", "Arn": arn}])
+        yield sqs, url
 
-        assert main(["emit", str(events), "--bus", "bus"]) == 0
 
-        received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
-    assert "emitted 7 events to bus" in capsys.readouterr().out
-    detail_types = sorted(json.loads(message["Body"])["detail-type"] for message in received)
-    assert detail_types.count("TOOL_EXECUTION_REQUESTED") == 5
+def _received(sqs: Any, url: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(m["Body"]) for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    ]
+
+
+def test_emit_puts_each_valid_envelope_on_the_ingress_bus_and_names_the_lines_it_refused(
+    tmp_path: Path, ingress: tuple[Any, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs, url = ingress
+    events = tmp_path / "events.jsonl"
+    events.write_text(EVENTS.read_text() + "{not json\n")
+
+    assert main(["emit", str(events), "--source", "crm.example"]) == 1
+
+    out, err = capsys.readouterr()
+    assert "emitted 3 of 8 events to ingress; 5 refused" in out
+    refused = err.strip().splitlines()
+    assert [line.split(": ", 1)[0] for line in refused] == [f"{events}:{n}" for n in (3, 4, 6, 7, 8)]
+    assert refused[0].endswith(
+        "the envelope's source 'monitoring.example' is not this producer's source 'crm.example': "
+        "a producer sends only as the source its IAM policy pins"
+    )
+    assert refused[2] == f"{events}:6: tenant_id: Field required"  # what validate would quarantine it for
+    assert refused[3].startswith(f"{events}:7: payload.parameters.status: Input should be")
+    assert refused[4].startswith(f"{events}:8: not JSON")
+    received = _received(sqs, url)
+    assert sorted(event["detail-type"] for event in received) == ["TOOL_EXECUTION_REQUESTED"] * 3
+    assert {event["source"] for event in received} == {"crm.example"}
+
+
+def test_emit_exits_zero_when_everything_was_accepted(
+    tmp_path: Path, ingress: tuple[Any, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sqs, url = ingress
+    events = tmp_path / "events.json"
+    events.write_text(json.dumps(json.loads(EVENTS.read_text().splitlines()[0]), indent=2))  # one document
+
+    assert main(["emit", str(events)]) == 0
+
+    assert "emitted 1 of 1 events to ingress" in capsys.readouterr().out
+    (event,) = _received(sqs, url)
+    assert event["source"] == "intentbus.cli"
+
+
+def test_emit_to_an_unknown_bus_prints_one_line(
+    tmp_path: Path, ingress: tuple[Any, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = tmp_path / "events.jsonl"
+    events.write_text(EVENTS.read_text().splitlines()[0] + "\n")
+
+    assert main(["emit", str(events), "--bus", "nope"]) == 1
+
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("intentbus: PutEvents to 'nope' failed: ")
+    assert "ResourceNotFoundException" in lines[0]
+
+
+def test_emit_without_a_bus_says_where_to_find_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("INGRESS_BUS_NAME", raising=False)
+    assert main(["emit", str(EVENTS)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "intentbus: no bus: pass --bus or set INGRESS_BUS_NAME (the stack's IngressBusName output)"
+    )
 
 
 def test_schema_export_writes_one_schema_per_type(tmp_path: Path) -> None:

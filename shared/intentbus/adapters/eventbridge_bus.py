@@ -7,11 +7,11 @@ EventBridge hands it to the target queue, so the next stage runs in the same tra
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from intentbus.backoff import backoff_seconds
 from intentbus.envelope import Envelope
 from intentbus.errors import PublishError
 from intentbus.telemetry import trace_header
@@ -19,15 +19,18 @@ from intentbus.telemetry import trace_header
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient
 
+__all__ = [
+    "MAX_ENTRIES_PER_CALL",
+    "MAX_REQUEST_BYTES",
+    "EventBridgeBus",
+    "backoff_seconds",
+    "chunks",
+    "to_entry",
+]
+"""``backoff_seconds`` lives in ``intentbus.backoff`` (shared with the producer client)."""
+
 MAX_ENTRIES_PER_CALL = 10
 MAX_REQUEST_BYTES = 256 * 1024
-
-
-def backoff_seconds(
-    attempt: int, *, base: float, cap: float, jitter: Callable[[], float] = random.random
-) -> float:
-    """``min(cap, base * 2**attempt) + jitter`` (rule 7); jitter is up to one base interval."""
-    return min(cap, base * 2.0**attempt) + jitter() * base
 
 
 def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:

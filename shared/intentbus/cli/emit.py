@@ -1,23 +1,48 @@
-"""``intentbus emit``: put envelopes on a bus, as any other system would."""
+"""``intentbus emit``: put envelopes on the ingress bus with the producer client, as any other system would.
+
+Every envelope is checked against the workflow catalog's types first (``intentbus.producer``): one
+that validate would quarantine is refused here, with its file and line, and never sent.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Iterable, Iterator
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from intentbus.errors import PublishError
+from intentbus.errors import ConfigurationError
 
-MAX_ENTRIES_PER_CALL = 10
+if TYPE_CHECKING:
+    from intentbus.producer import SendReport
+
+DEFAULT_SOURCE = "intentbus.cli"
+BUS_VARIABLE = "INGRESS_BUS_NAME"
+
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 
 class InputError(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class Line:
+    """One envelope read from a file: where it was (``file:line``), and its value or why it has none."""
+
+    where: str
+    value: Any = None
+    problem: str | None = None
+
+
 def read_envelopes(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """JSON lines, or one JSON document (an object or an array of objects)."""
+    """JSON lines, or one JSON document (an array of objects); the first bad line raises ``InputError``.
+
+    (``intentbus local run`` reads its events with this.)"""
     text = path.read_text()
     stripped = text.lstrip()
     if stripped.startswith("["):
@@ -36,32 +61,98 @@ def read_envelopes(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, value
 
 
-def to_entry(envelope: dict[str, Any], *, bus_name: str, default_source: str) -> dict[str, Any]:
-    type_name = envelope.get("type", envelope.get("event_type"))
-    if not isinstance(type_name, str) or not type_name:
-        raise InputError("an envelope needs a 'type' (or 'event_type') to route on")
-    return {
-        "Source": str(envelope.get("source", default_source)),
-        "DetailType": type_name,
-        "Detail": json.dumps(envelope),
-        "EventBusName": bus_name,
-    }
+def read_lines(path: Path, *, name: str | None = None) -> list[Line]:
+    """JSON lines, or one JSON document (an object, or an array of objects), for ``emit``.
+
+    A line that is not JSON is a ``Line`` with its ``problem`` (the producer refuses what is not an
+    object); only an unreadable or empty file raises."""
+    shown = name or str(path)
+    text = path.read_text()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        document = None
+    else:
+        if isinstance(document, list):
+            return [Line(f"{shown}[{index}]", value) for index, value in enumerate(document)]
+        if isinstance(document, dict):
+            return [Line(f"{shown}:1", document)]
+    lines: list[Line] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{shown}:{number}"
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            lines.append(Line(where, problem=f"not JSON ({error.msg})"))
+            continue
+        lines.append(Line(where, value))
+    if not lines:
+        raise InputError(f"{shown}: no envelopes in it")
+    return lines
 
 
-def put_all(client: Any, entries: Iterable[dict[str, Any]]) -> list[str]:
-    """PutEvents in batches of ten; any entry EventBridge refuses is an error, not a silent drop."""
-    ids: list[str] = []
-    batch: list[dict[str, Any]] = []
-    for entry in [*entries, None]:
-        if entry is not None:
-            batch.append(entry)
-        if batch and (entry is None or len(batch) == MAX_ENTRIES_PER_CALL):
-            response = client.put_events(Entries=batch)
-            if response.get("FailedEntryCount"):
-                failed = [r for r in response["Entries"] if "ErrorCode" in r]
-                raise PublishError(
-                    f"{len(failed)} of {len(batch)} entries refused: {failed[0].get('ErrorMessage')}"
-                )
-            ids.extend(result["EventId"] for result in response["Entries"])
-            batch = []
-    return ids
+def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str) -> None:
+    """Registers ``emit`` on the ``intentbus`` parser."""
+    emit = commands.add_parser(
+        "emit", help="put envelopes on the ingress bus, checked against the workflows' types first"
+    )
+    emit.add_argument("file", type=Path, help="JSON lines of envelopes (or - for standard input)")
+    emit.add_argument(
+        "--bus",
+        default=os.environ.get(BUS_VARIABLE),
+        help=f"the ingress bus name (default: ${BUS_VARIABLE}; see the stack's IngressBusName output)",
+    )
+    emit.add_argument(
+        "--source",
+        default=DEFAULT_SOURCE,
+        help="the EventBridge source to send as, the one your IAM policy pins (default intentbus.cli); "
+        "an envelope claiming another source is refused",
+    )
+    emit.add_argument(
+        "--workflows",
+        default=os.environ.get("INTENTBUS_WORKFLOWS", default_workflows),
+        help="workflow modules whose types validate envelopes (default: $INTENTBUS_WORKFLOWS or the seed "
+        "workflows)",
+    )
+    emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, send, print one line per refused envelope and a summary; 1 if any was refused."""
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    from intentbus.catalog import Catalog
+    from intentbus.producer import Producer, SendError
+
+    if not args.bus:
+        raise ConfigurationError(
+            f"no bus: pass --bus or set {BUS_VARIABLE} (the stack's IngressBusName output)"
+        )
+    stdin = str(args.file) == "-"
+    lines = read_lines(Path("/dev/stdin") if stdin else args.file, name="<stdin>" if stdin else None)
+    catalog = Catalog.from_modules(args.workflows)
+    try:
+        client = boto3.client("events", endpoint_url=args.endpoint_url)
+        producer = Producer(client, args.bus, source=args.source, types=catalog.types)
+    except BotoCoreError as error:  # no region, a bad endpoint
+        raise ConfigurationError(str(error)) from None
+    readable = [number for number, line in enumerate(lines) if line.problem is None]
+    try:
+        report = producer.send(lines[number].value for number in readable)
+    except SendError as error:
+        print(f"intentbus: {error}", file=sys.stderr)
+        return 1
+    refusals = {number: line.problem for number, line in enumerate(lines) if line.problem is not None}
+    refusals.update({readable[item.index]: item.reason for item in report.refused})
+    for number in sorted(refusals):
+        print(f"{lines[number].where}: {refusals[number]}", file=sys.stderr)
+    print(summary(report, total=len(lines), bus=args.bus, refused=len(refusals)))
+    return 1 if refusals else 0
+
+
+def summary(report: SendReport, *, total: int, bus: str, refused: int) -> str:
+    text = f"emitted {len(report.accepted)} of {total} events to {bus}"
+    return text + (f"; {refused} refused" if refused else "")

@@ -75,17 +75,9 @@ def _parser() -> argparse.ArgumentParser:
         help="first create the demo's ECS service and the CloudWatch metrics the incident workflow reads",
     )
 
-    emit = commands.add_parser("emit", help="put envelopes on an EventBridge bus")
-    emit.add_argument("file", type=Path, help="JSON lines of envelopes (or - for standard input)")
-    emit.add_argument(
-        "--bus",
-        default=os.environ.get("EVENT_BUS_NAME"),
-        help="the bus name (default: $EVENT_BUS_NAME; see the stack's EventBusName output)",
-    )
-    emit.add_argument(
-        "--source", default="intentbus.cli", help="EventBridge source for envelopes without one"
-    )
-    emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
+    from intentbus.cli import emit
+
+    emit.add_parser(commands, SEED_WORKFLOWS)  # emit, with the producer client
 
     approvals = commands.add_parser("approvals", help="pending approvals: list, show, approve, reject")
     add_target_arguments(
@@ -104,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     from intentbus.cli import review
 
     review.add_parser(commands, SEED_WORKFLOWS)
+
+    from intentbus.cli import producer_policy
+
+    producer_policy.add_parser(commands)  # producer policy
 
     ops.add_commands(commands)  # runs, dlq, quarantine
 
@@ -137,7 +133,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"wrote {len(written)} schemas to {args.out}/")
         return 0
     if args.command == "emit":
-        return _emit(args)
+        from intentbus.cli import emit
+
+        return emit.run(args)
     if args.command == "approvals":
         return _approvals(args)
     if args.command in ops.COMMANDS:
@@ -146,6 +144,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from intentbus.cli import review
 
         return review.run(args)
+    if args.command == "producer":
+        from intentbus.cli import producer_policy
+
+        return producer_policy.run(args)
     from intentbus.cli import local
 
     if args.command == "demo":
@@ -185,24 +187,6 @@ def _approvals(args: argparse.Namespace) -> int:
     )
     print(approvals.answer_line(result))
     return 0 if result.http_status == 200 else 1
-
-
-def _emit(args: argparse.Namespace) -> int:
-    import boto3
-
-    from intentbus.cli.emit import put_all, read_envelopes, to_entry
-
-    if not args.bus:
-        raise ConfigurationError("no bus: pass --bus or set EVENT_BUS_NAME")
-    path = Path("/dev/stdin") if str(args.file) == "-" else args.file
-    entries = [
-        to_entry(envelope, bus_name=args.bus, default_source=args.source)
-        for _, envelope in read_envelopes(path)
-    ]
-    client = boto3.client("events", endpoint_url=args.endpoint_url)
-    ids = put_all(client, entries)
-    print(f"emitted {len(ids)} events to {args.bus}")
-    return 0
 
 
 if __name__ == "__main__":
