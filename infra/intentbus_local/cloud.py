@@ -18,6 +18,7 @@ from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
 from intentbus_local.poller import Poller
 from intentbus_local.provision import provision
 from intentbus_local.schedules import Schedules
+from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
 from intentbus_local.sqs_event import with_account
 from intentbus_local.template import LocalTemplate, load_template
 from intentbus_local.topology import QueueInfo, Topology
@@ -26,6 +27,7 @@ Observer = Callable[[Invocation], None]
 _T = TypeVar("_T")
 
 PUT_EVENTS_MAX_ENTRIES = 10
+PRODUCER_BINDINGS_PARAMETER = "ProducerBindings"
 _IDLE_POLL_INTERVAL = 0.02
 _PEEK_VISIBILITY_TIMEOUT = 60
 
@@ -76,6 +78,8 @@ class LocalCloud:
     HTTP server on 127.0.0.1 and points handlers at it through ``AWS_ENDPOINT_URL``.
 
     ``code_dirs`` (function logical id -> directory) runs other code for a function, e.g. test doubles.
+    ``parameters`` are the stack's; ``ProducerBindings`` defaults to ``seed.LOCAL_PRODUCER_BINDINGS``
+    (the sample producers, any tenant) where the template declares it.
     Not thread-safe: one caller drives it.
     """
 
@@ -124,6 +128,9 @@ class LocalCloud:
 
     def start(self) -> None:
         self._template = load_template(self._template_path, code_dirs=self._code_dirs, region=self._region)
+        parameters = dict(self._parameters)
+        if PRODUCER_BINDINGS_PARAMETER in self._template.sam.get("Parameters", {}):
+            parameters.setdefault(PRODUCER_BINDINGS_PARAMETER, LOCAL_PRODUCER_BINDINGS)
         if self._logs_dir is None:
             self._logs_dir = Path(tempfile.mkdtemp(prefix="intentbus-local-logs-"))
         self._backend = backend_for(self.mode)
@@ -131,7 +138,7 @@ class LocalCloud:
         try:
             self._clients = Clients(region=self._region, endpoint_url=self._backend.endpoint_url)
             self._topology = provision(
-                self._clients, self._template, stack_name=self._stack_name, parameters=self._parameters
+                self._clients, self._template, stack_name=self._stack_name, parameters=parameters
             )
             self._runtime = LambdaRuntime(
                 self._topology.functions,
@@ -209,13 +216,16 @@ class LocalCloud:
 
     # ------------------------------------------------------------------ driving it
 
-    def put_events(self, entries: Sequence[Mapping[str, Any]]) -> list[str]:
-        """PutEvents on the stack's bus (unless an entry names another); returns the event ids."""
+    def put_events(self, entries: Sequence[Mapping[str, Any]], *, bus_name: str | None = None) -> list[str]:
+        """PutEvents as a producer would: on the ingress bus, or ``bus_name`` (e.g. the pipeline bus,
+        ``topology.bus_name``, as an attacker past IAM); an entry's own ``EventBusName`` wins over both.
+        Returns the event ids."""
         events = self.clients.events()
+        default_bus = bus_name or self.topology.ingress_bus_name
         ids: list[str] = []
         for start in range(0, len(entries), PUT_EVENTS_MAX_ENTRIES):
             chunk = [
-                {"EventBusName": self.topology.bus_name, **entry}
+                {"EventBusName": default_bus, **entry}
                 for entry in entries[start : start + PUT_EVENTS_MAX_ENTRIES]
             ]
             response = events.put_events(Entries=chunk)  # type: ignore[arg-type]

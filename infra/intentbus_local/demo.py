@@ -57,7 +57,8 @@ def run(
     with LocalCloud(mode=mode, parameters={"Environment": environment}) as cloud:
         where = cloud.endpoint_url or "moto in this process"
         say(
-            f"local cloud up ({where}): stack {cloud.topology.stack_name}, bus {cloud.topology.bus_name}, "
+            f"local cloud up ({where}): stack {cloud.topology.stack_name}, "
+            f"ingress bus {cloud.topology.ingress_bus_name}, pipeline bus {cloud.topology.bus_name}, "
             f"{len(cloud.topology.functions)} functions, {len(cloud.topology.queues)} queues"
         )
         seed.seed_service(cloud.clients)
@@ -65,7 +66,7 @@ def run(
         before = seed.desired_count(cloud.clients)
         say(f"seeded ECS service {seed.CLUSTER}/{seed.SERVICE} (desired count {before}) and its metrics")
         event = seed.latency_event(environment=environment)
-        cloud.put_events(
+        cloud.put_events(  # on the ingress bus, as every producer does
             [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
         )
         say(f"emitted ServiceLatencyIncreased in {environment} (p99 {event['payload']['p99_ms']:g} ms)")

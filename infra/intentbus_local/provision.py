@@ -20,6 +20,9 @@ property, the smallest honest fix is applied from the template itself, after the
 - ``AWS::CloudWatch::Alarm`` is not in moto's CloudFormation (it would skip each one with a warning):
   the alarms are left out; nothing local evaluates alarms (cfn-lint checks their definitions). The
   dashboard and the alarms' SNS topic are created.
+- ``AWS::Events::EventBusPolicy`` is not in moto's CloudFormation either, and moto enforces no IAM or
+  resource policy anyway: the pipeline bus's Deny is left out, so locally anyone may put to the
+  pipeline bus (the attack tests do). tests/integration/test_trust_iam.py evaluates that policy instead.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
   them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
@@ -46,7 +49,9 @@ from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topol
 
 _BUS_OUTPUT = "LocalCloud{logical_id}{attribute}"
 _UNDEPLOYABLE_API_TYPES = ("AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage")
-_UNSUPPORTED_TYPES = ("AWS::CloudWatch::Alarm",)
+_UNSUPPORTED_TYPES = ("AWS::CloudWatch::Alarm", "AWS::Events::EventBusPolicy")
+PIPELINE_BUS = "EventBus"
+INGRESS_BUS = "IngressBus"
 _POLL_INTERVAL = 0.05
 
 
@@ -114,7 +119,7 @@ def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
     # local cloud serves the API itself (http_front.py), from the template's Api events.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNDEPLOYABLE_API_TYPES]:
         del body["Resources"][logical_id]
-    # moto's CloudFormation has no alarms; nothing else in the template refers to one.
+    # moto's CloudFormation has no alarms and no bus policies; nothing in the template refers to one.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNSUPPORTED_TYPES]:
         del body["Resources"][logical_id]
     for logical_id, resource in body["Resources"].items():
@@ -206,11 +211,14 @@ def read_topology(
     by_arn = {q.arn: q for q in queues.values()}
     dlqs = {lid: by_arn[arn] for lid, (arn, _) in redrive.items() if arn in by_arn}
 
-    buses = [lid for lid, (kind, _) in physical.items() if kind == "AWS::Events::EventBus"]
-    if len(buses) != 1:
-        raise ProvisioningError(f"the local cloud expects exactly one EventBus, the template has {buses}")
-    bus_name = outputs[_BUS_OUTPUT.format(logical_id=buses[0], attribute="Name")]
-    bus_arn = outputs[_BUS_OUTPUT.format(logical_id=buses[0], attribute="Arn")]
+    buses = sorted(lid for lid, (kind, _) in physical.items() if kind == "AWS::Events::EventBus")
+    if buses != sorted((PIPELINE_BUS, INGRESS_BUS)):
+        raise ProvisioningError(
+            f"the local cloud expects the buses {PIPELINE_BUS} and {INGRESS_BUS}, the template has {buses}"
+        )
+
+    def bus(logical_id: str, attribute: str) -> str:
+        return outputs[_BUS_OUTPUT.format(logical_id=logical_id, attribute=attribute)]
 
     functions: dict[str, FunctionInfo] = {}
     lambda_ = clients.lambda_()
@@ -252,8 +260,10 @@ def read_topology(
         stack_name=stack_name,
         account_id=account_id,
         region=clients.region,
-        bus_name=bus_name,
-        bus_arn=bus_arn,
+        bus_name=bus(PIPELINE_BUS, "Name"),
+        bus_arn=bus(PIPELINE_BUS, "Arn"),
+        ingress_bus_name=bus(INGRESS_BUS, "Name"),
+        ingress_bus_arn=bus(INGRESS_BUS, "Arn"),
         queues=queues,
         tables={lid: pid for lid, (kind, pid) in physical.items() if kind == "AWS::DynamoDB::Table"},
         dlqs=dlqs,

@@ -7,6 +7,10 @@ from typing import Any
 
 from intentbus.workflows.incident import DEPENDENCY_ERROR_METRIC, LATENCY_METRIC, METRICS_NAMESPACE
 
+LOCAL_PRODUCER_BINDINGS = "monitoring.example=*;crm.example=*;intentbus.cli=*;tests.example=*"
+"""The local cloud's ``ProducerBindings``: its sample producers may send for any tenant (not for a
+deployment: there every producer is bound to its own tenants)."""
+
 CLUSTER = "shop"
 SERVICE = "checkout-api"
 INITIAL_DESIRED_COUNT = 2

@@ -49,7 +49,11 @@ class Topology:
     account_id: str
     region: str
     bus_name: str
+    """The pipeline's bus (``EventBus``): its facts and the workflows' domain events."""
     bus_arn: str
+    ingress_bus_name: str
+    """The producers' bus (``IngressBus``): everything put on it goes to validate."""
+    ingress_bus_arn: str
     queues: Mapping[str, QueueInfo]
     tables: Mapping[str, str]
     """Table logical id -> table name."""

@@ -65,6 +65,7 @@ class CannedClient:
 
 
 def _deps(catalog: Catalog) -> tuple[Any, InMemoryStore]:
+    from intentbus.producers import ProducerBindings
     from intentbus.stages.common import StageDeps
 
     deps = StageDeps(
@@ -73,6 +74,7 @@ def _deps(catalog: Catalog) -> tuple[Any, InMemoryStore]:
         quarantine=ListQuarantine(),
         clock=ManualClock(),
         environment="dev",
+        producers=ProducerBindings.parse("monitoring.example=*"),
     )
     return deps, InMemoryStore()
 

@@ -27,12 +27,9 @@ def tool_call(customer_id: str, **changes: Any) -> dict[str, Any]:
     return envelope
 
 
-def crm_status(cloud: LocalCloud, customer_id: str) -> str | None:
-    item = (
-        cloud.clients.dynamodb()
-        .get_item(TableName=cloud.topology.tables["CrmTable"], Key={"customer_id": {"S": customer_id}})
-        .get("Item")
-    )
+def crm_status(cloud: LocalCloud, customer_id: str, tenant_id: str = SEED["tenant_id"]) -> str | None:
+    key = {"tenant_id": {"S": tenant_id}, "customer_id": {"S": customer_id}}
+    item = cloud.clients.dynamodb().get_item(TableName=cloud.topology.tables["CrmTable"], Key=key).get("Item")
     return None if item is None else item["status"]["S"]
 
 

@@ -52,7 +52,7 @@ def emit(cloud: LocalCloud, type_name: str, payload: dict[str, int], *, run_id: 
         "type": type_name,
         "payload": payload,
     }
-    cloud.put_events([{"Source": "arcade.example", "DetailType": type_name, "Detail": json.dumps(envelope)}])
+    cloud.put_events([{"Source": "tests.example", "DetailType": type_name, "Detail": json.dumps(envelope)}])
     assert cloud.run_until_idle(max_invocations=200).idle
 
 

@@ -58,7 +58,9 @@ def test_of_50_proposals_at_one_resource_version_exactly_one_executes(
     )["Item"]
     assert resource["version"]["N"] == "1"
     crm = ddb.get_item(
-        TableName=cloud.topology.tables["CrmTable"], Key={"customer_id": {"S": CUSTOMER}}, ConsistentRead=True
+        TableName=cloud.topology.tables["CrmTable"],
+        Key={"tenant_id": {"S": TENANT}, "customer_id": {"S": CUSTOMER}},
+        ConsistentRead=True,
     )["Item"]
     winner_status = "qualified" if int(winner.run_id.rsplit("-", 1)[1]) % 2 else "churned"
     assert crm["status"]["S"] == winner_status

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from intentbus import facts
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope, Kind
-from intentbus.journal import Outcome
+from intentbus.journal import LogEntry, Outcome, proof_key
 from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import StageResult
 from intentbus.workflows import direct_tool, incident
@@ -58,7 +58,7 @@ def cloudevent(native: dict[str, Any]) -> dict[str, Any]:
     event: dict[str, Any] = {
         "specversion": "1.0",
         "id": native.get("id", "ce-fuzz-1"),
-        "source": native.get("source", "producer.example"),
+        "source": native.get("source", "monitoring.example"),  # the EventBridge source it is sent with
         "type": type_of(native),
         "time": "2026-12-01T08:59:00Z",
         "datacontenttype": "application/json",
@@ -100,8 +100,12 @@ SEEDS: dict[str, dict[str, Any]] = {
 }
 
 
-def wrap(detail: Any, *, detail_type: str, source: str = "monitoring.example") -> dict[str, Any]:
-    """The EventBridge event an SQS queue receives from a rule, as a dict."""
+def wrap(detail: Any, *, detail_type: str, source: str | None = None) -> dict[str, Any]:
+    """The EventBridge event an SQS queue receives from a rule, as a dict. Its source is the one the
+    producer sent with: the envelope's own (which must match it), else ``monitoring.example``."""
+    if source is None:
+        claimed = detail.get("source") if isinstance(detail, dict) else None
+        source = claimed if isinstance(claimed, str) and claimed else "monitoring.example"
     return {
         "version": "0",
         "id": "eb-fuzz-1",
@@ -638,8 +642,11 @@ class Checkpoint:
             states=dict(self.store.states),
             logs={key: dict(entries) for key, entries in self.store.logs.items()},
             approvals=dict(self.store.approvals),
+            resources=dict(self.store.resources),
+            authorizations=dict(self.store.authorizations),
         )
-        return new_pipeline(store, InMemoryRunner(results=dict(self.runner.results)))
+        runner = InMemoryRunner(results=dict(self.runner.results), payloads=dict(self.runner.payloads))
+        return new_pipeline(store, runner)
 
     def document(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads(self.body)
@@ -666,9 +673,21 @@ def _denial(proposed_at: Checkpoint) -> Checkpoint:
             verdict=Verdict(effect=Effect.DENY, rule="fuzz", reason="denied for the fuzz tests"),
         ).model_dump(mode="json"),
     )
-    return Checkpoint(
-        f"{proposed_at.name}:denied", "record", bus_body(denied), proposed_at.store, proposed_at.runner
+    # Recorded as authorize records a denial, so record finds the fact in authorize's entry.
+    frozen = proposed_at.pipeline()
+    verdict = LogEntry(
+        stage="authorize",
+        input_id=proposed.id,
+        input_type=command.type,
+        outcome=Outcome.DENIED,
+        at=proposed.time,
+        version=proposed.version,
+        outputs=(denied,),
     )
+    frozen.store.logs.setdefault((command.tenant_id, command.run_id), {})[
+        proof_key("authorize", proposed.id)
+    ] = verdict
+    return Checkpoint(f"{proposed_at.name}:denied", "record", bus_body(denied), frozen.store, frozen.runner)
 
 
 def _build_checkpoints() -> dict[str, list[Checkpoint]]:

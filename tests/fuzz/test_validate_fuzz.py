@@ -509,7 +509,7 @@ IDS = (SHORT_ID, SHORT_ID, "i" * 128, "\U0001f642", " ", "\u202e", "\x00", "a.b"
 EPOCH_DRAWN = "<epoch>"
 OPTIONAL: dict[str, tuple[Any, ...]] = {
     "id": IDS,
-    "source": (SHORT_ID, "s" * 256, "monitoring.example", facts.WORKFLOW_SOURCE),
+    "source": (SHORT_ID, "s" * 256, "monitoring.example"),  # intentbus.* is the pipeline's own
     "run_id": IDS,
     "trace_id": IDS,
     "correlation_id": IDS,

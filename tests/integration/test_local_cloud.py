@@ -24,12 +24,14 @@ from intentbus_local import (
     NotIdleError,
     load_template,
 )
+from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDER = Path(__file__).parent / "fixture_functions" / "recorder"
 STAGES = ("Validate", "Decide", "Authorize", "Execute", "Record")
 FUNCTIONS = tuple(f"{stage}Function" for stage in STAGES)
 FOURTEEN_DAYS = 14 * 24 * 3600
+PIPELINE_SOURCES = ("intentbus.pipeline", "intentbus.workflow")
 
 
 class Journal:
@@ -80,6 +82,16 @@ def entry(detail_type: str, source: str = "intentbus.pipeline", **detail: Any) -
     return {"Source": source, "DetailType": detail_type, "Detail": json.dumps(detail)}
 
 
+def put(cloud: LocalCloud, entries: list[dict[str, Any]]) -> list[str]:
+    """The pipeline's own sources on the pipeline bus (as its roles put them), the rest on the ingress."""
+    return cloud.put_events(
+        [
+            {"EventBusName": cloud.topology.bus_name, **e} if e["Source"] in PIPELINE_SOURCES else e
+            for e in entries
+        ]
+    )
+
+
 def _bodies(invocation: Invocation) -> list[dict[str, Any]]:
     return [json.loads(record["body"]) for record in invocation.event["Records"]]
 
@@ -127,14 +139,22 @@ class TestOnOneStack:
 
         assert topology.bus_name == "intentbus-ib-test"
         assert events.describe_event_bus(Name=topology.bus_name)["Arn"] == topology.bus_arn
-        rules = {r["Name"]: r for r in events.list_rules(EventBusName=topology.bus_name)["Rules"]}
-        assert len(rules) == 5
-        targets = {
-            t["Arn"]
-            for name in rules
-            for t in events.list_targets_by_rule(Rule=name, EventBusName=topology.bus_name)["Targets"]
-        }
-        assert targets == {topology.queues[f"{stage}Queue"].arn for stage in STAGES}
+        assert topology.ingress_bus_name == "intentbus-ingress-ib-test"
+        assert events.describe_event_bus(Name=topology.ingress_bus_name)["Arn"] == topology.ingress_bus_arn
+
+        def targets_of(bus: str) -> set[str]:
+            rules = events.list_rules(EventBusName=bus)["Rules"]
+            return {
+                t["Arn"]
+                for rule in rules
+                for t in events.list_targets_by_rule(Rule=rule["Name"], EventBusName=bus)["Targets"]
+            }
+
+        assert len(events.list_rules(EventBusName=topology.bus_name)["Rules"]) == 5
+        assert targets_of(topology.bus_name) == {topology.queues[f"{stage}Queue"].arn for stage in STAGES}
+        (ingress_rule,) = events.list_rules(EventBusName=topology.ingress_bus_name)["Rules"]
+        assert json.loads(ingress_rule["EventPattern"]) == {"source": [{"prefix": ""}]}
+        assert targets_of(topology.ingress_bus_name) == {topology.queues["ValidateQueue"].arn}
 
         for stage in STAGES:
             function = topology.functions[f"{stage}Function"]
@@ -180,7 +200,10 @@ class TestOnOneStack:
             pitr = backups["ContinuousBackupsDescription"]["PointInTimeRecoveryDescription"]
             assert pitr["PointInTimeRecoveryStatus"] == "ENABLED"
         crm = dynamodb.describe_table(TableName=topology.tables["CrmTable"])["Table"]
-        assert crm["KeySchema"] == [{"AttributeName": "customer_id", "KeyType": "HASH"}]
+        assert crm["KeySchema"] == [
+            {"AttributeName": "tenant_id", "KeyType": "HASH"},
+            {"AttributeName": "customer_id", "KeyType": "RANGE"},
+        ]
 
     def test_function_environment_resolves_as_declared(
         self, shared_cloud: LocalCloud, journal: Journal
@@ -198,9 +221,10 @@ class TestOnOneStack:
         )
         assert execute["POWERTOOLS_SERVICE_NAME"] == "intentbus-execute"
         assert execute["POWERTOOLS_LOG_LEVEL"] == "INFO"
+        assert execute["INTENTBUS_PRODUCERS"] == LOCAL_PRODUCER_BINDINGS  # the local cloud's default
         assert "IDEMPOTENCY_TABLE" not in topology.functions["DecideFunction"].environment
 
-        shared_cloud.put_events([entry("CommandAuthorized")])
+        put(shared_cloud, [entry("CommandAuthorized")])
         shared_cloud.run_until_idle(deadline_seconds=30)
         (seen,) = journal.entries()
         assert seen["function"] == topology.functions["ExecuteFunction"].name
@@ -214,7 +238,7 @@ class TestOnOneStack:
     ) -> None:
         seen: list[Invocation] = []
         stop_observing = shared_cloud.add_observer(seen.append)
-        shared_cloud.put_events([entry("EventAccepted", run="r-1")])
+        put(shared_cloud, [entry("EventAccepted", run="r-1")])
 
         summary = shared_cloud.run_until_idle(max_invocations=1, deadline_seconds=30)
         stop_observing()
@@ -246,7 +270,8 @@ class TestOnOneStack:
         assert journaled["account"] == shared_cloud.topology.account_id
 
     def test_each_rule_routes_to_its_stage(self, shared_cloud: LocalCloud, journal: Journal) -> None:
-        shared_cloud.put_events(
+        put(
+            shared_cloud,
             [
                 entry("AlarmRaised", source="monitoring"),
                 entry("IncidentResolved", source="intentbus.workflow"),
@@ -257,8 +282,10 @@ class TestOnOneStack:
                 entry("CommandFailed"),
                 entry("CommandDenied"),
                 entry("SomethingElse"),  # from the pipeline, but no stage subscribes
-            ]
+            ],
         )
+        # Whatever a producer puts on the ingress goes to validate, a pipeline fact included.
+        shared_cloud.put_events([entry("CommandAuthorized", forged=True)])
         shared_cloud.run_until_idle(deadline_seconds=30)
         names = {f.name: f.logical_id for f in shared_cloud.topology.functions.values()}
         routed = sorted((names[e["function"]], e["detail_type"]) for e in journal.entries())
@@ -270,13 +297,14 @@ class TestOnOneStack:
             ("RecordFunction", "CommandExecuted"),
             ("RecordFunction", "CommandFailed"),
             ("ValidateFunction", "AlarmRaised"),
+            ("ValidateFunction", "CommandAuthorized"),
             ("ValidateFunction", "IncidentResolved"),
         ]
 
     def test_logs_go_to_the_function_log_including_the_import_time_logger(
         self, shared_cloud: LocalCloud, journal: Journal
     ) -> None:
-        shared_cloud.put_events([entry("EventAccepted", behaviour="ok")])
+        put(shared_cloud, [entry("EventAccepted", behaviour="ok")])
         shared_cloud.run_until_idle(deadline_seconds=30)
         log = shared_cloud.log_path("DecideFunction").read_text(encoding="utf-8").splitlines()
         assert log[0].startswith("START RequestId: ")
@@ -302,7 +330,7 @@ class TestOnOneStack:
 
 
 def test_partial_batch_failure_deletes_only_the_successes(cloud: LocalCloud, journal: Journal) -> None:
-    cloud.put_events([entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
+    put(cloud, [entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
 
     first = cloud.run_until_idle(max_invocations=1, raise_on_limit=False)
 
@@ -314,7 +342,7 @@ def test_partial_batch_failure_deletes_only_the_successes(cloud: LocalCloud, jou
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
     cloud: LocalCloud, journal: Journal
 ) -> None:
-    cloud.put_events([entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
+    put(cloud, [entry("EventAccepted", behaviour=b) for b in ("ok", "fail", "ok")])
     started = cloud.clock.now()
 
     summary = cloud.run_until_idle(deadline_seconds=30)
@@ -342,7 +370,7 @@ def test_an_exception_fails_the_whole_batch(cloud: LocalCloud, journal: Journal)
             errors.append(invocation.error) if invocation.function_logical_id == "AuthorizeFunction" else None
         )
     )
-    cloud.put_events([entry("CommandProposed", behaviour=b) for b in ("ok", "crash-first", "ok")])
+    put(cloud, [entry("CommandProposed", behaviour=b) for b in ("ok", "crash-first", "ok")])
 
     first = cloud.run_until_idle(max_invocations=1, raise_on_limit=False)
     assert (first.messages_processed, first.messages_failed) == (0, 3)
@@ -363,7 +391,7 @@ def test_an_exception_fails_the_whole_batch(cloud: LocalCloud, journal: Journal)
 
 
 def test_a_malformed_batch_response_fails_the_whole_batch(cloud: LocalCloud, journal: Journal) -> None:
-    cloud.put_events([entry("CommandExecuted", behaviour=b) for b in ("ok", "bogus-report")])
+    put(cloud, [entry("CommandExecuted", behaviour=b) for b in ("ok", "bogus-report")])
     mapping = cloud.topology.functions["RecordFunction"].mappings[0]
 
     result = cloud.poller.poll(mapping)

@@ -1,7 +1,9 @@
 """Least privilege that still works: every call a handler made is allowed by its role in template.yaml.
 
 moto does not enforce IAM, so this runs both seed workflows (and a quarantined input) on the local
-cloud, records each function's calls at botocore, and checks them against the translated template.
+cloud, records each function's calls at botocore, and checks them against the translated template:
+actions and resources for every call, and every PutEvents entry through tests/iam_eval.py as well
+(its role's ``events:source`` condition and the pipeline bus's policy).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from intentbus_local import seed
 from intentbus_local.api_events import rest_request, scheduled_event
 from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import Call, CallLog, recording
+from tests.call_requests import decide, logical_names, requests_of
+from tests.iam_eval import Decision
+from tests.template_policies import TemplatePolicies
 
 SEED = json.loads((Path(__file__).parents[2] / "infra" / "events" / "seed_tool_call.json").read_text())
 TRANSACT_ACTIONS = {
@@ -143,3 +148,29 @@ def test_every_call_a_handler_made_is_allowed_by_its_role(exercised: tuple[Local
                     denied.add(f"{function}: {action} on {logical or '*'}")
     assert not denied, "\n".join(sorted(denied))
     assert {function_of[call.function] for call in log.calls} == set(cloud.topology.functions)
+
+
+def test_every_put_events_entry_passes_its_role_condition_and_the_bus_policy(
+    exercised: tuple[LocalCloud, CallLog],
+) -> None:
+    cloud, log = exercised
+    template = TemplatePolicies(cloud.template.cloudformation)
+    logical = logical_names(cloud.topology)
+    function_of = {info.name: lid for lid, info in cloud.topology.functions.items()}
+    refused: list[str] = []
+    puts = [c for c in log.calls if (c.service, c.operation) == ("events", "PutEvents")]
+    for call in puts:
+        role = f"{function_of[call.function]}Role"
+        identity = template.identity_policies(role)
+        for request in requests_of(call, template.arn(role), template, logical):
+            decision = decide(request, identity, template)
+            if decision is not Decision.ALLOW:
+                refused.append(
+                    f"{role}: PutEvents {dict(request.context)} on {request.resource}: {decision.value}"
+                )
+    assert not refused, "\n".join(refused)
+    assert {function_of[c.function] for c in puts} >= {
+        "ValidateFunction",
+        "ExecuteFunction",
+        "RecordFunction",
+    }

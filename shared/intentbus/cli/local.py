@@ -36,9 +36,9 @@ def run_events(
         workflows = cloud.topology.functions["ValidateFunction"].environment["INTENTBUS_WORKFLOWS"]
         sent = []
         for number, envelope in lines:
-            source = str(envelope.get("source", "intentbus.local"))
+            source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
             detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
-            (bus_event_id,) = cloud.put_events(
+            (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
                 [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
             )
             sent.append((number, envelope, bus_event_id, source))

@@ -212,8 +212,12 @@ class _Attempt:
         return self._output(facts.COMMAND_EXECUTED, executed)
 
     def after_lapse(self) -> dict[str, Any]:
-        """An earlier attempt lapsed mid-way: ask the target whether the effect happened, never guess."""
+        """An earlier attempt lapsed mid-way: ask the target whether the effect happened, never guess.
+
+        The guard is asked first all the same: the lapsed attempt may have been a forged fact whose
+        refusal could not release its record, and a forgery is refused, never reconciled."""
         self.ran = True
+        self._claim()  # raises NotRecorded; a run that ended since is still reconciled
         if self.tool.reconcile is None:
             reason = (
                 f"an earlier attempt of {self.command.type} lapsed and {self.tool.name} cannot be reconciled"

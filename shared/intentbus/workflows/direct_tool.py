@@ -39,12 +39,13 @@ class ToolExecutionCompleted(Payload):
 
 @tool(repeat_safety=RepeatSafety.SAFE)
 def run_requested_tool(command: ToolExecutionRequested, context: ToolContext) -> Mapping[str, Any]:
-    """Upserts the CRM record: the same request applied twice leaves the same record."""
+    """Upserts the tenant's CRM record: the same request applied twice leaves the same record. The
+    table is keyed by tenant, so no tenant's command reaches another tenant's record."""
     parameters = command.parameters
     try:
         response = context.clients.client("dynamodb").update_item(
             TableName=context.setting("CRM_TABLE"),
-            Key={"customer_id": {"S": parameters.customer_id}},
+            Key={"tenant_id": {"S": context.tenant_id}, "customer_id": {"S": parameters.customer_id}},
             UpdateExpression="SET #status = :status, updated_at = :now, last_idempotency_key = :key",
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={
@@ -93,4 +94,13 @@ workflow.command(
     resource=lambda command: f"crm:{command.parameters.customer_id}",
 )
 workflow.event(COMPLETED, ToolExecutionCompleted)
-workflow.step(Step(on=REQUESTED, agent=None, outcome=COMPLETED, final=True, outcome_payload=_completed))
+workflow.step(
+    Step(
+        on=REQUESTED,
+        agent=None,
+        outcome=COMPLETED,
+        final=True,
+        outcome_payload=_completed,
+        tools=(REQUESTED,),
+    )
+)

@@ -1,0 +1,180 @@
+"""The translated template's IAM, with every intrinsic resolved, for tests/iam_eval.py to judge.
+
+Resources get deterministic names: a resource's physical name is its logical id (or its ``Name``
+property, resolved, where the template sets one), in account ``ACCOUNT`` / region ``REGION``. The AWS
+managed policies SAM attaches are stood in for by the actions they grant (none of them grants
+``events:*`` or ``dynamodb:*``); any other managed policy the template does not declare raises.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tests.iam_eval import Policy
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+STACK = "intentbus-test"
+PARTITION = "aws"
+
+_PSEUDO = {
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Region": REGION,
+    "AWS::StackName": STACK,
+    "AWS::Partition": PARTITION,
+    "AWS::URLSuffix": "amazonaws.com",
+}
+_SUB = re.compile(r"\$\{([^}!][^}]*)\}")
+_AWS_MANAGED: dict[str, list[str]] = {
+    "service-role/AWSLambdaBasicExecutionRole": [
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    ],
+    "AWSXrayWriteOnlyAccess": [
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "xray:GetSamplingRules",
+        "xray:GetSamplingTargets",
+        "xray:GetSamplingStatisticSummaries",
+    ],
+    "service-role/AWSLambdaSQSQueueExecutionRole": [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    ],
+}
+
+
+class TemplatePolicies:
+    def __init__(
+        self, cloudformation: Mapping[str, Any], parameters: Mapping[str, str] | None = None
+    ) -> None:
+        self._template = cloudformation
+        self._resources: Mapping[str, Any] = cloudformation["Resources"]
+        defaults = {k: str(v.get("Default", "")) for k, v in cloudformation.get("Parameters", {}).items()}
+        self._parameters = defaults | dict(parameters or {})
+
+    # -------------------------------------------------------------------------- names and ARNs
+
+    def name(self, logical_id: str) -> str:
+        props = self._resources[logical_id].get("Properties", {})
+        return str(self.resolve(props["Name"])) if "Name" in props else logical_id
+
+    def arn(self, logical_id: str) -> str:
+        kind = self._resources[logical_id]["Type"]
+        name = self.name(logical_id)
+        arns = {
+            "AWS::Events::EventBus": f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:event-bus/{name}",
+            "AWS::Events::Rule": f"arn:{PARTITION}:events:{REGION}:{ACCOUNT}:rule/{name}",
+            "AWS::IAM::Role": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}",
+            "AWS::IAM::ManagedPolicy": f"arn:{PARTITION}:iam::{ACCOUNT}:policy/{name}",
+            "AWS::DynamoDB::Table": f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{name}",
+            "AWS::SQS::Queue": f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}",
+            "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}",
+            "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}",
+            "AWS::Cognito::UserPool": f"arn:{PARTITION}:cognito-idp:{REGION}:{ACCOUNT}:userpool/{name}",
+        }
+        return arns.get(kind, f"arn:{PARTITION}:{kind}:{REGION}:{ACCOUNT}:{name}")
+
+    def ref(self, name: str) -> str:
+        if name in _PSEUDO:
+            return _PSEUDO[name]
+        if name in self._parameters:
+            return self._parameters[name]
+        kind = self._resources[name]["Type"]
+        if kind in ("AWS::IAM::ManagedPolicy", "AWS::SNS::Topic"):
+            return self.arn(name)
+        if kind == "AWS::SQS::Queue":
+            return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+        return self.name(name)
+
+    def get_att(self, logical_id: str, attribute: str) -> str:
+        if attribute == "Arn":
+            return self.arn(logical_id)
+        if attribute in ("Name", "QueueName"):
+            return self.name(logical_id)
+        return f"{logical_id}.{attribute}"
+
+    # -------------------------------------------------------------------------- intrinsics
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (key, argument), *_ = value.items()
+            if key == "Ref":
+                return self.ref(argument)
+            if key == "Fn::GetAtt":
+                logical, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
+                return self.get_att(logical, attribute)
+            if key == "Fn::Sub":
+                return self._sub(argument)
+            if key == "Fn::Join":
+                delimiter, items = argument
+                return str(delimiter).join(str(item) for item in self.resolve(items))
+            if key.startswith("Fn::"):
+                raise ValueError(f"{key} is not resolved by tests/template_policies.py")
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def _sub(self, argument: Any) -> str:
+        text, variables = (argument, {}) if isinstance(argument, str) else argument
+        values = {k: str(self.resolve(v)) for k, v in variables.items()}
+
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name in values:
+                return values[name]
+            if "." in name:
+                logical, attribute = name.split(".", 1)
+                return self.get_att(logical, attribute)
+            return self.ref(name)
+
+        return _SUB.sub(one, str(text)).replace("${!", "${")
+
+    # -------------------------------------------------------------------------- policies
+
+    def identity_policies(self, role_logical_id: str) -> list[Policy]:
+        """The role's inline policies and the managed policies it is attached to, resolved."""
+        props = self._resources[role_logical_id]["Properties"]
+        found: list[Policy] = [self.resolve(p["PolicyDocument"]) for p in props.get("Policies", [])]
+        for arn in self.resolve(props.get("ManagedPolicyArns", [])):
+            found.append(self._managed(str(arn)))
+        return found
+
+    def _managed(self, arn: str) -> Policy:
+        for logical_id, resource in self._resources.items():
+            if resource["Type"] == "AWS::IAM::ManagedPolicy" and self.arn(logical_id) == arn:
+                document: Policy = self.resolve(resource["Properties"]["PolicyDocument"])
+                return document
+        prefix = f"arn:{PARTITION}:iam::aws:policy/"
+        if arn.startswith(prefix) and arn[len(prefix) :] in _AWS_MANAGED:
+            actions = _AWS_MANAGED[arn[len(prefix) :]]
+            return {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}],
+            }
+        raise ValueError(f"managed policy {arn} is neither the template's nor a known AWS one")
+
+    def bus_policies(self, bus_logical_id: str) -> list[Policy]:
+        """The resource policy statements the template puts on a bus (AWS::Events::EventBusPolicy)."""
+        name = self.name(bus_logical_id)
+        found: list[Policy] = []
+        for resource in self._resources.values():
+            if resource["Type"] != "AWS::Events::EventBusPolicy":
+                continue
+            props = self.resolve(copy.deepcopy(resource["Properties"]))
+            if props.get("EventBusName", "default") == name:
+                found.append({"Version": "2012-10-17", "Statement": [props["Statement"]]})
+        return found
+
+    def roles(self) -> list[str]:
+        return [lid for lid, r in self._resources.items() if r["Type"] == "AWS::IAM::Role"]
