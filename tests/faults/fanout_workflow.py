@@ -76,8 +76,21 @@ class StockReserved(Payload):
     reserved: dict[str, int]
 
 
+TENANT_KEYED = False
+"""Whether the CRM table's key has ``tenant_id`` beside ``customer_id`` (tool-owned data keyed by tenant):
+the harness sets it from the table's key schema when it starts."""
+
+
 def journal_key(tenant_id: str, run_id: str, sku: str) -> str:
     return f"{JOURNAL_PREFIX}{tenant_id}#{run_id}#{sku}"
+
+
+def journal_item_key(tenant_id: str, run_id: str, sku: str) -> dict[str, Any]:
+    """The journal item's DynamoDB key in the CRM table."""
+    key: dict[str, Any] = {"customer_id": {"S": journal_key(tenant_id, run_id, sku)}}
+    if TENANT_KEYED:
+        key["tenant_id"] = {"S": tenant_id}
+    return key
 
 
 def _result(command: ReserveStock, applied: int) -> dict[str, Any]:
@@ -98,7 +111,7 @@ def _reserve(command: ReserveStock, context: ToolContext) -> Mapping[str, Any]:
         with aws_errors(f"reserving {command.sku}"):
             response = context.clients.client("dynamodb").update_item(
                 TableName=context.setting("CRM_TABLE"),
-                Key={"customer_id": {"S": journal_key(context.tenant_id, context.run_id, command.sku)}},
+                Key=journal_item_key(context.tenant_id, context.run_id, command.sku),
                 UpdateExpression="ADD applied :one, idempotency_keys :key SET quantity = :quantity",
                 ExpressionAttributeValues={
                     ":one": {"N": "1"},
@@ -118,7 +131,7 @@ def _reconcile(command: ReserveStock, context: ToolContext) -> Mapping[str, Any]
             context.clients.client("dynamodb")
             .get_item(
                 TableName=context.setting("CRM_TABLE"),
-                Key={"customer_id": {"S": journal_key(context.tenant_id, context.run_id, command.sku)}},
+                Key=journal_item_key(context.tenant_id, context.run_id, command.sku),
                 ConsistentRead=True,
             )
             .get("Item")

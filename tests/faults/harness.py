@@ -4,7 +4,9 @@ Every botocore call made inside a function goes through two interceptors (tests/
 the fault injector (intentbus_local.faults.CallFaults), then, innermost, a tracker that records each
 call that reached the service. The poller delivers through intentbus_local.faults.DeliveryFaults.
 ``run(schedule)`` emits the schedule's inputs, runs the cloud until idle, observes what is left and
-checks the invariants.
+checks the invariants. A schedule with the ``forge`` kind also has an attacker (forge.Forger, an
+invocation observer) put forged messages among its traffic; every stage handler's outcome for every
+message is recorded (``Landing``), so the checker knows where each forged one ended.
 """
 
 from __future__ import annotations
@@ -27,21 +29,29 @@ from botocore.exceptions import ClientError
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.catalog import Catalog
 from intentbus.definition import Agent, Decision, DecisionContext
+from intentbus.handler import SqsStageHandler
 from intentbus.ids import canonical_json
+from intentbus.stages.common import StageResult
 from intentbus.stages.decide import DecideStage
 from intentbus.state import TERMINAL
+from intentbus.workflows import incident
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
 from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
+from intentbus_local.template import default_template_path, read_sam
 from intentbus_local.topology import FunctionInfo
 from tests.botocore_calls import Call, CallLog, Proceed, recording
 from tests.faults import fanout_workflow
 from tests.faults.approver import Approver
+from tests.faults.forge import Forger
 from tests.faults.invariants import (
     Effect,
+    Forged,
+    Landing,
     Observation,
     RunView,
     check_all,
+    forged_end,
     idempotency_record_id,
     safe_repeats,
 )
@@ -54,6 +64,9 @@ QUARANTINE = "QuarantineQueue"
 _READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
 _METRICS_REFRESH_SECONDS = 300.0
 _IN_PROGRESS = "INPROGRESS"
+PRODUCER_BINDINGS = "monitoring.example=*;orders.example=*;crm.example=*"
+"""The schedules' producers (incident, fan-out, direct tool), each bound to any tenant: every schedule
+has tenants of its own. Nothing else is bound, so a forged input of another source is refused."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +164,8 @@ class ScheduleResult:
     statuses: dict[str, str] = field(default_factory=dict)
     wall_seconds: float = 0.0
     observation: Observation | None = None
+    forged: list[tuple[Forged, str]] = field(default_factory=list)
+    """Each forged message and where it ended (``invariants.forged_end``)."""
 
 
 class FaultHarness:
@@ -173,6 +188,7 @@ class FaultHarness:
         self._metrics_at = 0.0
         self.catalog = Catalog.from_modules(workflows)
         self.calls = CallLog()
+        self.landings: dict[str, list[Landing]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -189,15 +205,24 @@ class FaultHarness:
         warnings.filterwarnings("ignore", module="moto")
         logging.getLogger("moto").setLevel(logging.ERROR)
         logs = self._logs_dir or Path(tempfile.mkdtemp(prefix="intentbus-faults-logs-"))
+        parameters = {"Workflows": self._workflows}
+        if "ProducerBindings" in read_sam(default_template_path()).get("Parameters", {}):
+            parameters["ProducerBindings"] = PRODUCER_BINDINGS
         cloud = LocalCloud(
-            mode="inprocess",
-            parameters={"Workflows": self._workflows},
-            logs_dir=logs,
-            stack_name="intentbus-faults",
+            mode="inprocess", parameters=parameters, logs_dir=logs, stack_name="intentbus-faults"
         )
         self._stack.enter_context(cloud)
         self._cloud = cloud
         topology = cloud.topology
+        crm_key = cloud.clients.dynamodb().describe_table(TableName=topology.tables["CrmTable"])
+        self._stack.enter_context(
+            _journal_keyed_by_tenant(
+                any(k["AttributeName"] == "tenant_id" for k in crm_key["Table"]["KeySchema"])
+            )
+        )
+        self._stack.enter_context(_every_tenant_may_touch_the_seed_service())
+        self._stack.enter_context(_production_incidents_by_their_label())
+        self._stack.enter_context(_recording_landings(self.landings))
         self.tracker = CallTracker(topology.functions, topology.tables["IdempotencyTable"])
         self.call_faults = CallFaults(cloud.clock, topology.functions)
         self.delivery_faults = DeliveryFaults(cloud.clients.sqs())
@@ -212,6 +237,12 @@ class FaultHarness:
             cloud, DynamoWorkflowStore(topology.tables["WorkflowTable"], cloud.clients.dynamodb())
         )
         cloud.add_observer(self.approver.on_invocation)
+        self.forger = Forger(
+            cloud,
+            DynamoWorkflowStore(topology.tables["WorkflowTable"], cloud.clients.dynamodb()),
+            self.catalog,
+        )
+        cloud.add_observer(self.forger.on_invocation)
 
     def close(self) -> None:
         self._stack.close()
@@ -235,10 +266,12 @@ class FaultHarness:
         self.calls.calls.clear()
         self.tracker.made.clear()
         self.tracker.model_calls.clear()
+        self.landings.clear()
         plan = schedule.plan()
         sent: list[tuple[int, Mapping[str, Any], str, str]] = []
         self.call_faults.plan = self.delivery_faults.plan = plan
         self.approver.reset({i.run: i.approval for i in schedule.inputs if i.approval and i.run})
+        self.forger.reset(schedule)
         try:
             sent += self._emit([(i, 1 + (0 if i.late else i.copies - 1)) for i in schedule.inputs], len(sent))
             late = [(i, i.copies - 1) for i in schedule.inputs if i.late]
@@ -260,6 +293,7 @@ class FaultHarness:
                 )
         finally:
             self.call_faults.plan = self.delivery_faults.plan = None
+            self.forger.active = False
         violations: list[str] = []
         if not summary.idle:
             violations.append(f"(settle) the pipeline did not settle: {summary.stop_reason}")
@@ -281,6 +315,7 @@ class FaultHarness:
             },
             wall_seconds=time.monotonic() - started,
             observation=observation,
+            forged=[(forged, forged_end(observation, forged)) for forged in observation.forged],
         )
 
     def _next_sweep(self) -> RunSummary:
@@ -364,7 +399,7 @@ class FaultHarness:
         topology = cloud.topology
         ddb = cloud.clients.dynamodb()
         store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
-        dead = self._dead_letters()
+        dead = self._dead_letters({forged.bus_event_id for forged in self.forger.forged})
         in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
         runs: list[RunView] = []
         for ref in schedule.runs:
@@ -405,14 +440,40 @@ class FaultHarness:
                     detail = json.loads(entry["Detail"])
                     obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
         self._read_journal(obs)
+        self._observe_forged(obs, store)
         return obs
+
+    def _observe_forged(self, obs: Observation, store: DynamoWorkflowStore) -> None:
+        """What the attacker put, and where every message (forged or not) ended: its landings at the
+        stages, its quarantine records, the DLQs that hold it."""
+        obs.forged = list(self.forger.forged)
+        obs.landings = {event_id: list(landings) for event_id, landings in self.landings.items()}
+        for message in self.cloud.queue_messages(QUARANTINE):
+            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                record = message.json()
+                event_id = str(json.loads(record["body"])["id"])
+                obs.quarantined.setdefault(event_id, []).append((str(record["stage"]), str(record["reason"])))
+        for dlq in self.cloud.topology.dlqs.values():
+            for message in self.cloud.queue_messages(dlq.logical_id):
+                with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                    obs.dead_lettered.setdefault(str(message.json()["id"]), []).append(dlq.logical_id)
+        invented = {(f.tenant_id, f.run_id) for f in obs.forged if f.new_run}
+        for tenant_id, run_id in sorted(invented):
+            ref = RunRef(tenant_id, run_id, "forged")
+            obs.forged_runs.append(
+                RunView(
+                    ref=ref, state=store.state(tenant_id, run_id), entries=store.entries(tenant_id, run_id)
+                )
+            )
 
     def _observe_calls(self, obs: Observation) -> None:
         """What the calls made show: effects, records taken, runs ended, decisions recorded."""
         idempotency_table = self.cloud.topology.tables["IdempotencyTable"]
         for made in self.tracker.made:
             if made.function == EXECUTE and made.ok and self._is_effect(made):
-                obs.effects.append(Effect(made.seq, made.record, f"{made.service}.{made.operation}"))
+                obs.effects.append(
+                    Effect(made.seq, made.record, f"{made.service}.{made.operation}", made.params)
+                )
             if made.function == EXECUTE and made.params.get("TableName") == idempotency_table:
                 item = made.params.get("Item", {})
                 if (
@@ -458,13 +519,14 @@ class FaultHarness:
                 journal_key = fanout_workflow.journal_key(
                     run.ref.tenant_id, run.ref.run_id, str(payload.get("sku"))
                 )
-                item = ddb.get_item(
-                    TableName=table, Key={"customer_id": {"S": journal_key}}, ConsistentRead=True
-                ).get("Item")
+                item_key = fanout_workflow.journal_item_key(
+                    run.ref.tenant_id, run.ref.run_id, str(payload.get("sku"))
+                )
+                item = ddb.get_item(TableName=table, Key=item_key, ConsistentRead=True).get("Item")
                 obs.journal[journal_key] = int(item["applied"]["N"]) if item and "applied" in item else 0
                 key = command.get("idempotency_key")
                 if isinstance(key, str):
-                    obs.journal_keys[idempotency_record_id(key)] = journal_key
+                    obs.journal_keys[idempotency_record_id(run.ref.tenant_id, key)] = journal_key
 
     def _pending_approvals(self, ref: RunRef) -> list[str]:
         response = self.cloud.clients.dynamodb().query(
@@ -481,11 +543,14 @@ class FaultHarness:
                     found.append(str(approval["approval_id"]))
         return found
 
-    def _dead_letters(self) -> dict[tuple[str, str], list[str]]:
+    def _dead_letters(self, forged: set[str]) -> dict[tuple[str, str], list[str]]:
+        """(tenant, run) -> the DLQ messages that name it; a forged message does not excuse a stuck run."""
         found: dict[tuple[str, str], list[str]] = {}
         for dlq in self.cloud.topology.dlqs.values():
             for message in self.cloud.queue_messages(dlq.logical_id):
                 with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                    if message.json()["id"] in forged:
+                        continue
                     detail = message.json()["detail"]
                     run = (str(detail["tenant_id"]), str(detail["run_id"]))
                     found.setdefault(run, []).append(f"{detail.get('type', '?')} in {dlq.logical_id}")
@@ -525,6 +590,75 @@ def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         if item.get("sk", {}).get("S") == "STATE" and item.get("status", {}).get("S") in TERMINAL:
             _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
             yield tenant, run
+
+
+@contextlib.contextmanager
+def _recording_landings(landings: dict[str, list[Landing]]) -> Iterator[None]:
+    """Every stage handler's outcome for every message it handled, by the message's bus event id (the
+    handlers run in this process): where each forged message ended, as the stage itself said."""
+    original = SqsStageHandler._process
+
+    def recorded(handler: SqsStageHandler, raw: dict[str, Any], message_id: str | None) -> StageResult:
+        result = original(handler, raw, message_id)
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            event_id = str(json.loads(raw["body"])["id"])
+            landing = Landing(handler.stage, result.outcome.value, result.reason, result.forged)
+            landings.setdefault(event_id, []).append(landing)
+        return result
+
+    setattr(SqsStageHandler, "_process", recorded)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(SqsStageHandler, "_process", original)  # noqa: B010
+
+
+@contextlib.contextmanager
+def _journal_keyed_by_tenant(keyed: bool) -> Iterator[None]:
+    """The fan-out journal's items follow the CRM table's key (keyed by tenant, or not yet)."""
+    original = fanout_workflow.TENANT_KEYED
+    fanout_workflow.TENANT_KEYED = keyed
+    try:
+        yield
+    finally:
+        fanout_workflow.TENANT_KEYED = original
+
+
+@contextlib.contextmanager
+def _every_tenant_may_touch_the_seed_service() -> Iterator[None]:
+    """The incident workflow allow-lists the services each tenant may touch; the schedules' tenants are
+    their own (``t<seed>-inc<k>``), so the harness lets every tenant touch the seed cluster's services,
+    and none other (a forged command for another cluster stays refused)."""
+    workflow = incident.workflow
+    original = workflow.tenant_resources
+    if original is not None:
+        workflow.tenant_resources = {**original, "*": (*original.get("*", ()), f"ecs:{seed.CLUSTER}/*")}
+    try:
+        yield
+    finally:
+        workflow.tenant_resources = original
+
+
+@contextlib.contextmanager
+def _production_incidents_by_their_label() -> Iterator[None]:
+    """The incident policy keys "production needs a person" on the deployment's Environment; the
+    harness's one stack stands for both deployments, so here (only) an incident run is in production
+    when its alert says so (schedule.incident_input's ``environment``): four in ten wait for a person."""
+    workflow = incident.workflow
+    original = workflow.policy
+    rules = tuple(
+        rule
+        if rule.environments is None
+        else rule.model_copy(
+            update={"environments": None, "where": {**rule.where, "environment": rule.environments}}
+        )
+        for rule in original.rules
+    )
+    workflow.policy = original.model_copy(update={"rules": rules})
+    try:
+        yield
+    finally:
+        workflow.policy = original
 
 
 @contextlib.contextmanager

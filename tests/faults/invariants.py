@@ -24,6 +24,16 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     approved command and none otherwise, and a rejected or expired one leaves its run DENIED.
 (g) ``model_asked_once``: every recorded decision cost exactly one model call, and none came after the
     record (a redelivery reuses the recorded decision).
+(h) ``no_effect_without_authorization``: every effect execute made is of a command whose authorization
+    the pipeline recorded (an authorize entry APPLIED, or an approval entry APPLIED, naming its command
+    id and carrying its CommandAuthorized), and what the effect wrote is that recorded command's payload
+    (the desired count, cluster and service scaled; the CRM record and status; the journal item and
+    quantity reserved).
+(i) ``forged_messages_refused``: every message the attacker forged (the ``forge`` fault, forge.py) ended
+    quarantined, or as a duplicate or stale where it cannot be told from a legitimate late one: never
+    applied, never in a DLQ, never lost; no log entry records it as applied (it changed no run), no
+    stage published anything in answer to it, and no run it invented exists. Forged messages are not
+    producer inputs: (b) counts only what the producers sent.
 
 Every violation starts with a stable code in parentheses, ``(c/executed-after-end) ...``; see ``code_of``.
 """
@@ -45,6 +55,7 @@ from intentbus.ids import canonical_json
 from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_local.report import RunReport
+from tests.faults import fanout_workflow
 from tests.faults.approver import Decided
 from tests.faults.schedule import RunRef
 
@@ -56,10 +67,18 @@ EFFECTFUL_COMMANDS = frozenset(
 LOST = "lost"
 
 
-def idempotency_record_id(idempotency_key: str) -> str:
-    """The ``id`` Powertools gives a command's record (key prefix + md5 of the JSON of the key)."""
-    digest = hashlib.md5(json.dumps(idempotency_key, sort_keys=True).encode(), usedforsecurity=False)
+def idempotency_record_id(tenant_id: str, idempotency_key: str) -> str:
+    """The ``id`` Powertools gives a command's record: key prefix + md5 of the JSON of its event key,
+    ``[tenant_id, idempotency_key]`` (the execute adapter's ``event_key_jmespath``: keys are per tenant)."""
+    key = json.dumps([tenant_id, idempotency_key], sort_keys=True)
+    digest = hashlib.md5(key.encode(), usedforsecurity=False)
     return f"{KEY_PREFIX}#{digest.hexdigest()}"
+
+
+def command_record_id(command: Mapping[str, Any]) -> str | None:
+    """The idempotency record id of a command envelope (as JSON), if it has a key."""
+    key = command.get("idempotency_key")
+    return idempotency_record_id(str(command.get("tenant_id")), key) if isinstance(key, str) else None
 
 
 @dataclass(frozen=True)
@@ -71,9 +90,56 @@ class Effect:
     """The idempotency record in progress when it was made."""
     what: str
     """e.g. ``ecs.UpdateService``."""
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """The call's parameters: what it wrote."""
 
     def __str__(self) -> str:
         return f"{self.what}@{self.seq}"
+
+
+PIPELINE_BUS, INGRESS = "pipeline bus", "ingress"
+"""The doors a forged message is put through: the pipeline's bus (an attacker past IAM) or the producers'."""
+
+
+@dataclass(frozen=True)
+class Forged:
+    """One message the attacker put (the ``forge`` fault)."""
+
+    variant: str
+    """Which forgery (schedule.FORGERIES)."""
+    door: str
+    source: str
+    detail_type: str
+    envelope: Mapping[str, Any]
+    """The Detail put."""
+    bus_event_id: str
+    tenant_id: str
+    run_id: str
+    target: str
+    """What it claims, for people: e.g. ``scale_service c-1 (pending): desired_count 2 -> 999``."""
+    new_run: bool = False
+    """It names a run that does not exist (and must never exist)."""
+
+    @property
+    def id(self) -> str:
+        return str(self.envelope.get("id"))
+
+    def __str__(self) -> str:
+        return (
+            f"forged {self.variant} ({self.detail_type} {self.id} from {self.source} on the {self.door}, "
+            f"{self.tenant_id}/{self.run_id}: {self.target})"
+        )
+
+
+@dataclass(frozen=True)
+class Landing:
+    """How a stage's handler ended one delivery of a message (its StageResult)."""
+
+    stage: str
+    outcome: str
+    reason: str | None
+    forged: bool
+    """The stage called it forged (``NotRecorded``: counted in the ForgedFacts metric)."""
 
 
 @dataclass
@@ -135,6 +201,16 @@ class Observation:
     """(tenant, run, event type) -> the call sequence numbers at which an agent was asked to decide it."""
     decided_at: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """(tenant, run, event type) -> the call sequence number of the write that recorded its decision."""
+    forged: list[Forged] = field(default_factory=list)
+    """What the attacker put, in order (none unless the schedule forges)."""
+    forged_runs: list[RunView] = field(default_factory=list)
+    """The runs forged messages invented (``Forged.new_run``), as they ended: they must not exist."""
+    landings: dict[str, list[Landing]] = field(default_factory=dict)
+    """Bus event id -> how each delivery of it ended, in order (every message a stage handled)."""
+    quarantined: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Bus event id -> (stage, reason) of each quarantine record of it."""
+    dead_lettered: dict[str, list[str]] = field(default_factory=dict)
+    """Bus event id -> the DLQs that hold it."""
 
 
 Invariant = Callable[[Observation], list[str]]
@@ -144,9 +220,9 @@ def _commands_by_record(obs: Observation) -> dict[str, tuple[RunView, dict[str, 
     found: dict[str, tuple[RunView, dict[str, Any]]] = {}
     for run in obs.runs:
         for command in run.authorized():
-            key = command.get("idempotency_key")
-            if isinstance(key, str):
-                found[idempotency_record_id(key)] = (run, command)
+            record = command_record_id(command)
+            if record is not None:
+                found[record] = (run, command)
     return found
 
 
@@ -327,6 +403,8 @@ def no_stale_transitions(obs: Observation) -> list[str]:
     effects = _effects_by_record(obs)
     for record, item in obs.idempotency.items():
         owner = commands.get(record)
+        if owner is None and not item and not effects.get(record):
+            continue  # taken and released (the guard refused the command): nothing stored, nothing done
         if owner is None:
             violations.append(
                 f"(c/unauthorized-execution) idempotency record {record} ({item.get('status')}) "
@@ -394,7 +472,7 @@ def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
     return [] if canonical_json(a) == canonical_json(b) else [path or "<root>"]
 
 
-_CODE = re.compile(r"^\((?P<code>[a-g]/[a-z\-]+|settle)\)")
+_CODE = re.compile(r"^\((?P<code>[a-i]/[a-z\-]+|settle)\)")
 
 
 def _authorized_ids(obs: Observation, command_id: str) -> set[str]:
@@ -477,6 +555,157 @@ def model_asked_once(obs: Observation) -> list[str]:
     return violations
 
 
+def _recorded_authorizations(obs: Observation) -> dict[str, list[dict[str, Any]]]:
+    """Idempotency record id -> the commands whose authorization the pipeline recorded with that key:
+    an ``authorize`` entry APPLIED (the verdict allowed it) or an ``approval`` entry APPLIED (a person
+    approved it), whose summary names the command and whose CommandAuthorized carries it."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in [*obs.runs, *obs.forged_runs]:
+        for entry in run.entries:
+            if entry.stage not in ("authorize", "approval") or entry.outcome is not Outcome.APPLIED:
+                continue
+            for output in entry.outputs:
+                command = output.payload.get("command")
+                if output.type != facts.COMMAND_AUTHORIZED or not isinstance(command, dict):
+                    continue
+                record = command_record_id(command)
+                if record is not None and command.get("id") == entry.summary.get("command_id"):
+                    found[record].append(dict(command))
+    return found
+
+
+def _key_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A DynamoDB write's key (UpdateItem's ``Key``, PutItem's ``Item``) as plain values."""
+    item = params.get("Key") or params.get("Item") or {}
+    return {name: next(iter(value.values()), None) for name, value in item.items() if isinstance(value, dict)}
+
+
+def _value(params: Mapping[str, Any], name: str) -> Any:
+    value = params.get("ExpressionAttributeValues", {}).get(name)
+    return next(iter(value.values()), None) if isinstance(value, dict) else None
+
+
+def effect_mismatch(effect: Effect, command: Mapping[str, Any]) -> str | None:
+    """How what the effect wrote differs from the command's recorded payload (None if it does not).
+
+    Effects of a shape this checker has no model of are attributed, not compared."""
+    kind = str(command.get("type"))
+    payload = command.get("payload") or {}
+    tenant_id = command.get("tenant_id")
+    wanted: dict[str, Any]
+    got: dict[str, Any]
+    if effect.what == "ecs.UpdateService":
+        if kind != "scale_service":
+            return f"{kind} does not scale a service"
+        wanted = {
+            "cluster": payload.get("cluster"),
+            "service": payload.get("service"),
+            "desiredCount": payload.get("desired_count"),
+        }
+        got = {name: effect.params.get(name) for name in wanted}
+    elif effect.what in ("dynamodb.UpdateItem", "dynamodb.PutItem"):
+        key = _key_values(effect.params)
+        if kind == "TOOL_EXECUTION_REQUESTED":
+            parameters = payload.get("parameters") or {}
+            wanted = {"customer_id": parameters.get("customer_id"), ":status": parameters.get("status")}
+            got = {"customer_id": key.get("customer_id"), ":status": _value(effect.params, ":status")}
+        elif kind in (fanout_workflow.COMMAND, fanout_workflow.UNCHECKED):
+            journal = fanout_workflow.journal_key(
+                str(tenant_id), str(command.get("run_id")), str(payload.get("sku"))
+            )
+            wanted = {"customer_id": journal, ":quantity": payload.get("quantity")}
+            got = {"customer_id": key.get("customer_id"), ":quantity": _value(effect.params, ":quantity")}
+        else:
+            return f"{kind} does not write to DynamoDB"
+        if "tenant_id" in key:
+            wanted["tenant_id"], got["tenant_id"] = tenant_id, key["tenant_id"]
+    else:
+        return None
+    differs = [name for name in wanted if str(wanted[name]) != str(got[name])]
+    return ", ".join(f"{name} {got[name]!r} (recorded {wanted[name]!r})" for name in differs) or None
+
+
+def no_effect_without_authorization(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    granted = _recorded_authorizations(obs)
+    for effect in obs.effects:
+        commands = granted.get(effect.record) if effect.record is not None else None
+        if not commands:
+            where = "outside any idempotency record" if effect.record is None else f"record {effect.record}"
+            violations.append(
+                f"(h/effect-without-authorization) {effect} ({where}): no authorize or approval entry "
+                "recorded an authorization of its command"
+            )
+            continue
+        mismatches = [effect_mismatch(effect, command) for command in commands]
+        if all(mismatch is not None for mismatch in mismatches):
+            command = commands[0]
+            violations.append(
+                f"(h/effect-not-as-authorized) {effect} for {command.get('type')} {command.get('id')} of "
+                f"{command.get('tenant_id')}/{command.get('run_id')} wrote {mismatches[0]}"
+            )
+    return violations
+
+
+_REFUSED = frozenset({Outcome.QUARANTINED.value, Outcome.DUPLICATE.value, Outcome.STALE.value})
+"""How a forged message may end: refused, or (where it is indistinguishable from one) a late duplicate."""
+_UNCHANGED = frozenset({Outcome.STALE, Outcome.DUPLICATE})
+
+
+def forged_end(obs: Observation, forged: Forged) -> str:
+    """Where one forged message ended, for the tally: ``quarantined by execute``, ``duplicate at
+    execute``, ``in ExecuteDLQ``, ``lost``, ... (several, joined, if it was delivered more than once)."""
+    ends: list[str] = [f"in {dlq}" for dlq in obs.dead_lettered.get(forged.bus_event_id, [])]
+    ends += [f"quarantined by {stage}" for stage, _ in obs.quarantined.get(forged.bus_event_id, [])]
+    ends += [
+        f"{landing.outcome} at {landing.stage}"
+        for landing in obs.landings.get(forged.bus_event_id, [])
+        if landing.outcome != Outcome.QUARANTINED.value
+    ]
+    return " + ".join(sorted(set(ends))) or LOST
+
+
+def forged_messages_refused(obs: Observation) -> list[str]:
+    violations: list[str] = []
+    by_id = {forged.id: forged for forged in obs.forged}
+    for forged in obs.forged:
+        landings = obs.landings.get(forged.bus_event_id, [])
+        for landing in landings:
+            if landing.outcome not in _REFUSED:
+                violations.append(
+                    f"(i/forged-applied) {forged} ended {landing.outcome} at {landing.stage}"
+                    + (f": {landing.reason}" if landing.reason else "")
+                )
+        dead = obs.dead_lettered.get(forged.bus_event_id, [])
+        if dead:
+            violations.append(f"(i/forged-dead-lettered) {forged} is in {', '.join(dead)}")
+        if not landings and not dead and not obs.quarantined.get(forged.bus_event_id):
+            violations.append(f"(i/forged-lost) {forged} was handled by no stage and is in no queue")
+    for run in [*obs.runs, *obs.forged_runs]:
+        for entry in run.entries:
+            forged_input = by_id.get(entry.input_id) or by_id.get(str(entry.summary.get("event_id")))
+            if forged_input is not None and entry.outcome not in _UNCHANGED:
+                violations.append(
+                    f"(i/forged-recorded) {forged_input}: {run.ref} recorded it: {_describe(entry)}"
+                )
+    for contents in obs.published.values():
+        detail = json.loads(contents[0])
+        cause = by_id.get(str(detail.get("causation_id")))
+        if cause is not None:
+            violations.append(
+                f"(i/forged-followed) {cause}: a stage published {detail.get('type')} {detail.get('id')} "
+                "in answer to it"
+            )
+    for run in obs.forged_runs:
+        if run.state is not None or run.entries:
+            status = "no state" if run.state is None else run.state.status.value
+            violations.append(
+                f"(i/forged-run-started) {run.ref}, invented by a forged message, exists ({status}, "
+                f"{len(run.entries)} log entries)"
+            )
+    return violations
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     effects_at_most_once,
     inputs_end_in_one_bucket,
@@ -485,6 +714,8 @@ INVARIANTS: tuple[Invariant, ...] = (
     republished_identically,
     approvals_decided_once,
     model_asked_once,
+    no_effect_without_authorization,
+    forged_messages_refused,
 )
 
 

@@ -8,6 +8,9 @@ N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed); W to 
 by fresh ones every few hundred schedules. Exit code 1 on any invariant violation or on a schedule
 lost with a dead worker; Ctrl-C or SIGTERM stops a run and still prints (and writes) the figures of the
 schedules that finished, with exit code 130.
+
+The kinds are the local cloud's fault kinds and ``forge`` (forged facts and inputs among the traffic,
+forge.py); the tally lists every forged message by forgery and where it ended.
 """
 
 from __future__ import annotations
@@ -29,9 +32,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from intentbus_local.faults import ALL_KINDS
 from tests.faults.harness import FaultHarness, ScheduleResult
-from tests.faults.schedule import generate
+from tests.faults.schedule import FORGE, KINDS, generate
 
 DEFAULT_SCHEDULES = 40
 CHUNK_SCHEDULES = 20
@@ -51,19 +53,24 @@ class Tally:
     statuses: dict[str, str]
     invocations: int
     wall_seconds: float
+    forged: dict[str, int] = field(default_factory=dict)
+    """``<forgery> -> <where it ended>`` -> how many forged messages did so (the ``forge`` kind)."""
 
     @classmethod
     def of(cls, result: ScheduleResult) -> Tally:
         return cls(
             seed=result.schedule.seed,
             description=result.schedule.describe(),
-            faults=dict(Counter(fault.kind for fault in result.injected)),
+            faults=dict(
+                Counter([*(fault.kind for fault in result.injected), *(FORGE for _ in result.forged)])
+            ),
             injected=[str(fault) for fault in result.injected],
             violations=list(result.violations),
             notes=list(result.notes),
             statuses=dict(result.statuses),
             invocations=result.summary.total_invocations,
             wall_seconds=result.wall_seconds,
+            forged=dict(Counter(f"{forged.variant} -> {end}" for forged, end in result.forged)),
         )
 
 
@@ -85,6 +92,13 @@ class Outcome:
         total: Counter[str] = Counter()
         for tally in self.tallies:
             total.update(tally.faults)
+        return total
+
+    @property
+    def forged(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for tally in self.tallies:
+            total.update(tally.forged)
         return total
 
     @property
@@ -114,6 +128,7 @@ class Outcome:
             + (", ".join(f"{kind} {n}" for kind, n in sorted(self.faults.items())) or "none")
             + f" (total {sum(self.faults.values())})",
             "runs by final status: " + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items())),
+            *self._forged_lines(),
             f"invariant violations: {len(violations)}"
             + (f" in {len({s for s, _ in violations})} schedule(s)" if violations else ""),
         ]
@@ -140,6 +155,17 @@ class Outcome:
         )
         return "\n".join(lines)
 
+    def _forged_lines(self) -> list[str]:
+        forged = self.forged
+        ends: Counter[str] = Counter()
+        for key, n in forged.items():
+            ends[key.split(" -> ", 1)[1]] += n
+        return [
+            f"forged messages: {sum(forged.values())}; where they ended: "
+            + (", ".join(f"{end} {n}" for end, n in sorted(ends.items())) or "none"),
+            *(f"  {key}: {n}" for key, n in sorted(forged.items())),
+        ]
+
     def to_json(self) -> dict[str, object]:
         return {
             "seed": self.seed,
@@ -148,6 +174,7 @@ class Outcome:
             "wall_seconds": self.wall_seconds,
             "faults": dict(self.faults),
             "statuses": dict(self.statuses),
+            "forged": dict(self.forged),
             "unfinished": self.unfinished,
             "not_run": self.not_run,
             "violations": [{"seed": s, "violation": v} for s, v in self.violations],
@@ -160,7 +187,7 @@ def run(
     schedules: int,
     seed: int,
     *,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = KINDS,
     harness: FaultHarness | None = None,
     progress: Callable[[Tally], None] | None = None,
 ) -> Outcome:
@@ -187,7 +214,7 @@ def run_parallel(
     seed: int,
     *,
     workers: int,
-    kinds: Sequence[str] = ALL_KINDS,
+    kinds: Sequence[str] = KINDS,
     progress: Callable[[Tally], None] | None = None,
     chunk: int = CHUNK_SCHEDULES,
     schedules_per_process: int = SCHEDULES_PER_PROCESS,
@@ -309,7 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=None, help="processes (default: $FAULTS_WORKERS, else 1)"
     )
-    parser.add_argument("--kinds", default=",".join(ALL_KINDS), help=f"fault kinds to draw from: {ALL_KINDS}")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"fault kinds to draw from: {', '.join(KINDS)}"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="print every schedule, not just failing ones"
@@ -323,9 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if seed is None:
         seed = random.randrange(10**6)
     kinds = [kind for kind in args.kinds.split(",") if kind]
-    unknown = sorted(set(kinds) - set(ALL_KINDS))
+    unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
-        parser.error(f"unknown fault kind(s) {unknown}; choose from {list(ALL_KINDS)}")
+        parser.error(f"unknown fault kind(s) {unknown}; choose from {list(KINDS)}")
     signal.signal(signal.SIGTERM, _stop)
     print(f"seed: {seed}, {args.schedules} schedule(s), {args.workers} worker(s)", flush=True)
     progress = _print_progress(args.verbose, args.schedules)

@@ -1,5 +1,7 @@
 """Seeded schedules: one seed gives a schedule's inputs and the faults it injects, nothing else.
 
+The faults are the local cloud's (intentbus_local.faults) plus ``forge``, the attacker (forge.py).
+
 Every run of a schedule has its own tenant and run id (derived from the seed), so schedules can share
 one local cloud, and ``python -m tests.faults.run --schedules 1 --seed S`` replays schedule S alone.
 """
@@ -34,6 +36,46 @@ _CALL_RATES = (0.01, 0.03, 0.06)
 """Per eligible AWS call, for each enabled call fault kind."""
 _DELIVERY_RATES = (0.05, 0.15, 0.3)
 """Per message (duplicate), per batch (reorder) or per invocation (visibility lapse)."""
+
+FORGE = "forge"
+"""The attacker's fault kind: forged facts and inputs put on the buses among real traffic (forge.py)."""
+KINDS: tuple[str, ...] = (*ALL_KINDS, FORGE)
+"""Every fault kind a schedule draws from: the local cloud's (intentbus_local.faults) and ``forge``."""
+_FORGE_RATES = (0.05, 0.15, 0.3)
+"""Per stage invocation, the chance the attacker puts one forged message."""
+
+AUTHORIZED_ALTERED = "authorized-altered"
+"""CommandAuthorized for a real pending or waiting command, its payload changed (same id and key)."""
+AUTHORIZED_REKEYED = "authorized-rekeyed"
+"""The same, under an idempotency key of the attacker's own (no record of the real command is hit)."""
+AUTHORIZED_UNRECORDED = "authorized-unrecorded"
+"""CommandAuthorized for a real pending or waiting command, unchanged, that no verdict allowed."""
+OUTCOME_UNAUTHORIZED = "outcome-unauthorized"
+"""CommandFailed or CommandExecuted for a command waiting for approval (else one still pending)."""
+ACCEPTED_NEW_RUN = "accepted-new-run"
+"""EventAccepted validate never recorded, for a run that does not exist."""
+ACCEPTED_EXISTING_RUN = "accepted-existing-run"
+"""EventAccepted validate never recorded, for an existing run."""
+PROPOSED_DIRECT = "proposed-direct"
+"""CommandProposed carrying a direct command (TOOL_EXECUTION_REQUESTED) that validate never recorded."""
+PROPOSED_ALTERED = "proposed-altered"
+"""CommandProposed for a real pending command of decide's, its payload changed."""
+DOMAIN_ON_INGRESS = "domain-on-ingress"
+"""A domain event (source intentbus.workflow) record never published, sent to the ingress."""
+PIPELINE_ON_INGRESS = "pipeline-on-ingress"
+"""A pipeline fact sent to the ingress claiming the pipeline's source."""
+FORGERIES: tuple[str, ...] = (
+    AUTHORIZED_ALTERED,
+    AUTHORIZED_REKEYED,
+    AUTHORIZED_UNRECORDED,
+    OUTCOME_UNAUTHORIZED,
+    ACCEPTED_NEW_RUN,
+    ACCEPTED_EXISTING_RUN,
+    PROPOSED_DIRECT,
+    PROPOSED_ALTERED,
+    DOMAIN_ON_INGRESS,
+    PIPELINE_ON_INGRESS,
+)
 
 
 @dataclass(frozen=True)
@@ -99,15 +141,23 @@ class Schedule:
     """(site, occurrence) -> fault kind, injected whatever the rates say (hand-made schedules)."""
     focus: tuple[str, float] | None = None
     """(function or queue logical id, rate multiplier): where this schedule concentrates its faults."""
+    max_forged: int = 0
+    """With ``rates[FORGE]``: how many forged messages the attacker puts at most."""
+    forgeries: tuple[str, ...] = FORGERIES
+    """Which forgeries the attacker may choose from (hand-made schedules pick one)."""
 
     @property
     def runs(self) -> list[RunRef]:
         return [i.run for i in self.inputs if i.run is not None]
 
+    @property
+    def forge_rate(self) -> float:
+        return self.rates.get(FORGE, 0.0) if self.max_forged else 0.0
+
     def plan(self) -> FaultPlan:
-        return FaultPlan(
-            self.seed, self.rates, max_faults=self.max_faults, forced=self.forced, focus=self.focus
-        )
+        """The local cloud's faults; ``forge`` is the harness's own (forge.Forger), not the plan's."""
+        rates = {kind: rate for kind, rate in self.rates.items() if kind != FORGE}
+        return FaultPlan(self.seed, rates, max_faults=self.max_faults, forced=self.forced, focus=self.focus)
 
     def describe(self) -> str:
         runs = ", ".join(str(run) for run in self.runs) or "no runs"
@@ -116,6 +166,9 @@ class Schedule:
             rates += f"; focus on {self.focus[0]} x{self.focus[1]:g}"
         if self.forced:
             rates += "; forced " + ", ".join(f"{k}@{s}#{n}" for (s, n), k in sorted(self.forced.items()))
+        if self.forge_rate:
+            chosen = "" if self.forgeries == FORGERIES else f" of {', '.join(self.forgeries)}"
+            rates += f"; forging at most {self.max_forged}{chosen}"
         extra = sum(i.copies - 1 for i in self.inputs)
         malformed = sum(1 for i in self.inputs if i.run is None)
         approvals = "; ".join(f"{i.run}: {i.approval.describe()}" for i in self.inputs if i.approval)
@@ -126,7 +179,7 @@ class Schedule:
         return text + (f"; approvals: {approvals}" if approvals else "")
 
 
-def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
+def generate(seed: int, *, kinds: Sequence[str] = KINDS) -> Schedule:
     rng = random.Random(seed)
     incident, fanout, direct = rng.choice((0, 1, 1, 2)), rng.choice((0, 1, 1, 2)), rng.choice((0, 0, 1))
     if incident + fanout + direct == 0:
@@ -146,7 +199,9 @@ def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
     rates: dict[str, float] = {}
     if rng.random() >= 0.05 and kinds:
         for kind in rng.sample(list(kinds), k=rng.randint(1, min(4, len(kinds)))):
-            rates[kind] = rng.choice(_CALL_RATES if kind in CALL_KINDS else _DELIVERY_RATES)
+            rates[kind] = rng.choice(
+                _FORGE_RATES if kind == FORGE else _CALL_RATES if kind in CALL_KINDS else _DELIVERY_RATES
+            )
     focus = (rng.choice(FOCUS_SCOPES), 5.0) if rng.random() < 0.5 else None
     return Schedule(
         seed=seed,
@@ -155,6 +210,7 @@ def generate(seed: int, *, kinds: Sequence[str] = ALL_KINDS) -> Schedule:
         max_faults=rng.randint(1, 6),
         head_start=rng.randint(2, 15),
         focus=focus,
+        max_forged=rng.randint(1, 6) if FORGE in rates else 0,
     )
 
 
@@ -271,12 +327,17 @@ def schedule_of(
     forced: Mapping[tuple[str, int], str] | None = None,
     rates: Mapping[str, float] | None = None,
     max_faults: int = 0,
+    forge: Sequence[str] = (),
+    max_forged: int = 1,
 ) -> Schedule:
-    """A hand-made schedule (tests): these inputs, these faults at these sites (``forced``)."""
+    """A hand-made schedule (tests): these inputs, these faults at these sites (``forced``); ``forge``
+    names the forgeries the attacker tries at every stage invocation, ``max_forged`` times at most."""
     return Schedule(
         seed=seed,
         inputs=tuple(inputs),
-        rates=dict(rates or {}),
+        rates={**(rates or {}), **({FORGE: 1.0} if forge else {})},
         max_faults=max_faults,
         forced=dict(forced or {}),
+        max_forged=max_forged if forge else 0,
+        forgeries=tuple(forge) or FORGERIES,
     )

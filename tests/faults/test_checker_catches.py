@@ -1,8 +1,10 @@
 """The checker can fail: a pipeline broken on purpose, through a test-only seam, is caught.
 
 Each test breaks one rule and runs one hand-made schedule on the shared harness; the invariant that
-guards the rule must name it. (The seams are monkeypatches: the stage modules import the functions
-they use by name, so patching the stage module's attribute changes what its handler calls.)
+guards the rule must name it. The trust checks are broken the same way, with the ``forge`` fault
+bringing the forged fact they should have refused. (The seams are monkeypatches: the stage modules
+import the functions they use by name, so patching the stage module's attribute changes what its
+handler calls.)
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any
 
 import pytest
 
+import intentbus.stages.authorize
 import intentbus.stages.decide
+import intentbus.stages.execute
 import intentbus.stages.record
 import intentbus.stages.validate
 from intentbus import state
@@ -27,6 +31,8 @@ from tests.faults.harness import FaultHarness
 from tests.faults.invariants import code_of
 from tests.faults.schedule import (
     APPROVE,
+    AUTHORIZED_REKEYED,
+    PROPOSED_ALTERED,
     REJECT,
     ApprovalPlan,
     fanout_input,
@@ -167,3 +173,51 @@ def test_approval_schedules_without_a_seam_are_clean(harness: FaultHarness) -> N
     asked = [len(result.observation.model_calls.get(key, [])) for key in result.observation.decided_at]
     assert len(asked) == 4 * 4  # four decisions per incident run
     assert set(asked) == {1}
+
+
+def test_an_execute_that_skips_the_guards_authorization_check_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard's claim (run alive, authorization recorded with this fact's digest) never made: a
+    forged CommandAuthorized under a key of the attacker's runs its tool with the forged payload."""
+
+    def no_claim(attempt: object) -> None:
+        return None
+
+    monkeypatch.setattr(intentbus.stages.execute._Attempt, "_claim", no_claim)
+
+    result = harness.run(schedule_of(9109, fanout_input(9109), forge=[AUTHORIZED_REKEYED]))
+
+    assert [forged.variant for forged, _ in result.forged] == [AUTHORIZED_REKEYED]
+    assert {"h/effect-without-authorization", "i/forged-applied"} <= codes(result.violations), (
+        result.violations
+    )
+
+
+def test_an_authorize_that_does_not_compare_the_proposal_with_the_record_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """authorize takes a CommandProposed for a pending command id at its word: a forged payload under
+    that id is authorized (the policy allows it) and recorded as the command's authorization."""
+
+    def trust(*args: object) -> None:
+        return None
+
+    monkeypatch.setattr(intentbus.stages.authorize, "require_recorded", trust)
+
+    result = harness.run(schedule_of(9110, fanout_input(9110), forge=[PROPOSED_ALTERED]))
+
+    assert [forged.variant for forged, _ in result.forged] == [PROPOSED_ALTERED]
+    assert {"i/forged-applied", "i/forged-recorded"} <= codes(result.violations), result.violations
+
+
+def test_the_same_forgeries_against_the_checking_stages_are_refused(harness: FaultHarness) -> None:
+    """Without a seam, the stages check what they consume: both forgeries end quarantined as forged."""
+    for seed, variant in ((9111, AUTHORIZED_REKEYED), (9112, PROPOSED_ALTERED)):
+        result = harness.run(schedule_of(seed, fanout_input(seed), forge=[variant]))
+
+        assert result.violations == [], result.violations
+        assert [end for _, end in result.forged] == [
+            "quarantined by execute" if variant == AUTHORIZED_REKEYED else "quarantined by authorize"
+        ]
+        assert result.statuses == {f"fanout_reservation t{seed}-fan0/run-{seed}-fan0": "COMPLETED"}

@@ -16,6 +16,7 @@ from tests.faults import fanout_workflow
 from tests.faults.harness import FaultHarness
 from tests.faults.invariants import code_of
 from tests.faults.schedule import (
+    AUTHORIZED_UNRECORDED,
     FANOUT,
     REJECT,
     ApprovalPlan,
@@ -176,4 +177,33 @@ def test_an_expiry_sweep_that_dies_after_its_write_still_ends_the_run(harness: F
         "timeout_after@ExpireApprovalsFunction:dynamodb.TransactWriteItems#0"
     ]
     assert result.statuses == {"incident_response t9208-inc0/run-9208-inc0": "DENIED"}
+    assert result.violations == []
+
+
+def test_a_forged_authorization_whose_refusal_left_its_record_in_progress_is_still_refused(
+    harness: FaultHarness,
+) -> None:
+    """Found by a forge run (seed 4259, from ``--seed 4242``): a forged CommandAuthorized, unchanged, for
+    a real command no verdict had allowed (pending, or waiting for approval). The guard refused it, but
+    Powertools' delete of the in-progress record was throttled; once the lease lapsed, the redelivered
+    forgery took the record over and execute's after-lapse path (no reconcile for
+    ``reserve_unchecked``) answered CommandOutcomeUnknown for it, without asking the guard, and
+    stored that as the command's result: the real command, once approved, would get it back."""
+    lines = [
+        {"sku": "sku-a", "quantity": 2, "channel": "partner", "ledger": "legacy"},
+        {"sku": "sku-b", "quantity": 3, "channel": "partner", "ledger": "legacy"},
+    ]
+    schedule = schedule_of(
+        9209,
+        fanout_input(9209, lines=lines),
+        forced={("ExecuteFunction:dynamodb.DeleteItem", 0): THROTTLE},
+        forge=[AUTHORIZED_UNRECORDED],
+    )
+
+    result = harness.run(schedule)
+
+    assert [str(f).split(" ")[0] for f in result.injected] == [
+        "throttle@ExecuteFunction:dynamodb.DeleteItem#0"
+    ]
+    assert [end for _, end in result.forged] == ["quarantined by execute"], result.forged
     assert result.violations == []
