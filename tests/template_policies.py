@@ -1,9 +1,9 @@
 """The translated template's IAM, with every intrinsic resolved, for tests/iam_eval.py to judge.
 
-Resources get deterministic names: a resource's physical name is its logical id (or its ``Name``
-property, resolved, where the template sets one), in account ``ACCOUNT`` / region ``REGION``. The AWS
-managed policies SAM attaches are stood in for by the actions they grant (none of them grants
-``events:*`` or ``dynamodb:*``); any other managed policy the template does not declare raises.
+Resources get deterministic names: a resource's physical name is its logical id (or its ``Name`` /
+``LogGroupName`` property, resolved, where the template sets one), in account ``ACCOUNT`` / region
+``REGION``. An AWS managed policy the template attaches is stood in for by the actions it grants, where
+``_AWS_MANAGED`` lists it; any other managed policy the template does not declare raises.
 """
 
 from __future__ import annotations
@@ -28,28 +28,7 @@ _PSEUDO = {
     "AWS::URLSuffix": "amazonaws.com",
 }
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
-_AWS_MANAGED: dict[str, list[str]] = {
-    "service-role/AWSLambdaBasicExecutionRole": [
-        "logs:CreateLogGroup",
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-    ],
-    "AWSXrayWriteOnlyAccess": [
-        "xray:PutTraceSegments",
-        "xray:PutTelemetryRecords",
-        "xray:GetSamplingRules",
-        "xray:GetSamplingTargets",
-        "xray:GetSamplingStatisticSummaries",
-    ],
-    "service-role/AWSLambdaSQSQueueExecutionRole": [
-        "sqs:ReceiveMessage",
-        "sqs:DeleteMessage",
-        "sqs:GetQueueAttributes",
-        "logs:CreateLogGroup",
-        "logs:CreateLogStream",
-        "logs:PutLogEvents",
-    ],
-}
+_AWS_MANAGED: dict[str, list[str]] = {}
 
 
 class TemplatePolicies:
@@ -65,7 +44,10 @@ class TemplatePolicies:
 
     def name(self, logical_id: str) -> str:
         props = self._resources[logical_id].get("Properties", {})
-        return str(self.resolve(props["Name"])) if "Name" in props else logical_id
+        for key in ("Name", "LogGroupName"):
+            if key in props:
+                return str(self.resolve(props[key]))
+        return logical_id
 
     def arn(self, logical_id: str) -> str:
         kind = self._resources[logical_id]["Type"]
@@ -77,6 +59,8 @@ class TemplatePolicies:
             "AWS::IAM::ManagedPolicy": f"arn:{PARTITION}:iam::{ACCOUNT}:policy/{name}",
             "AWS::DynamoDB::Table": f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{name}",
             "AWS::SQS::Queue": f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{name}",
+            "AWS::Logs::LogGroup": f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{name}:*",
+            "AWS::KMS::Key": f"arn:{PARTITION}:kms:{REGION}:{ACCOUNT}:key/{name}",
             "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}",
             "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}",
             "AWS::Cognito::UserPool": f"arn:{PARTITION}:cognito-idp:{REGION}:{ACCOUNT}:userpool/{name}",

@@ -24,8 +24,9 @@ property, the smallest honest fix is applied from the template itself, after the
   resource policy anyway: the pipeline bus's Deny is left out, so locally anyone may put to the
   pipeline bus (the attack tests do). tests/integration/test_trust_iam.py evaluates that policy instead.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
-  policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
-  them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
+  policies anyway), a function's ``Layers``, ``Architectures``, ``TracingConfig`` and ``LoggingConfig``
+  (moto's Lambda drops them; the local runtime imports the layer's code from ``shared/`` directly and
+  writes each function's log to a file of its own), and rule targets'
   ``DeadLetterConfig`` / ``RetryPolicy`` (stored, never used: moto's delivery does not fail).
 """
 
