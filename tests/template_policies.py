@@ -2,8 +2,8 @@
 
 Resources get deterministic names: a resource's physical name is its logical id (or its ``Name`` /
 ``LogGroupName`` property, resolved, where the template sets one), in account ``ACCOUNT`` / region
-``REGION``. An AWS managed policy the template attaches is stood in for by the actions it grants, where
-``_AWS_MANAGED`` lists it; any other managed policy the template does not declare raises.
+``REGION``. The one AWS managed policy the template attaches (API Gateway's CloudWatch role's) is stood
+in for by the actions it grants; any other managed policy the template does not declare raises.
 """
 
 from __future__ import annotations
@@ -28,7 +28,19 @@ _PSEUDO = {
     "AWS::URLSuffix": "amazonaws.com",
 }
 _SUB = re.compile(r"\$\{([^}!][^}]*)\}")
-_AWS_MANAGED: dict[str, list[str]] = {}
+_NO_VALUE = object()
+"""What ``!Ref AWS::NoValue`` resolves to, until its key or list item is dropped."""
+_AWS_MANAGED: dict[str, list[str]] = {
+    "service-role/AmazonAPIGatewayPushToCloudWatchLogs": [
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:DescribeLogGroups",
+        "logs:DescribeLogStreams",
+        "logs:PutLogEvents",
+        "logs:GetLogEvents",
+        "logs:FilterLogEvents",
+    ],
+}
 
 
 class TemplatePolicies:
@@ -89,14 +101,20 @@ class TemplatePolicies:
     # -------------------------------------------------------------------------- intrinsics
 
     def resolve(self, value: Any) -> Any:
+        """``value`` with every intrinsic resolved; ``!Ref AWS::NoValue`` drops its key or item."""
         if isinstance(value, list):
-            return [self.resolve(item) for item in value]
+            return [item for item in (self.resolve(v) for v in value) if item is not _NO_VALUE]
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
             (key, argument), *_ = value.items()
+            if key == "Ref" and argument == "AWS::NoValue":
+                return _NO_VALUE
             if key == "Ref":
                 return self.ref(argument)
+            if key == "Fn::If":
+                name, when_true, when_false = argument
+                return self.resolve(when_true if self.condition(name) else when_false)
             if key == "Fn::GetAtt":
                 logical, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
                 return self.get_att(logical, attribute)
@@ -107,7 +125,27 @@ class TemplatePolicies:
                 return str(delimiter).join(str(item) for item in self.resolve(items))
             if key.startswith("Fn::"):
                 raise ValueError(f"{key} is not resolved by tests/template_policies.py")
-        return {k: self.resolve(v) for k, v in value.items()}
+        resolved = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in resolved.items() if v is not _NO_VALUE}
+
+    def condition(self, name: str) -> bool:
+        """A template condition, evaluated with this instance's parameter values."""
+        return self._holds(self._template["Conditions"][name])
+
+    def _holds(self, expression: Mapping[str, Any]) -> bool:
+        ((key, argument),) = expression.items()
+        if key == "Fn::Equals":
+            left, right = (str(self.resolve(side)) for side in argument)
+            return left == right
+        if key == "Fn::Not":
+            return not self._holds(argument[0])
+        if key == "Fn::And":
+            return all(self._holds(item) for item in argument)
+        if key == "Fn::Or":
+            return any(self._holds(item) for item in argument)
+        if key == "Condition":
+            return self.condition(argument)
+        raise ValueError(f"condition function {key} is not evaluated by tests/template_policies.py")
 
     def _sub(self, argument: Any) -> str:
         text, variables = (argument, {}) if isinstance(argument, str) else argument

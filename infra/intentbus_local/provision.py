@@ -23,10 +23,16 @@ property, the smallest honest fix is applied from the template itself, after the
 - ``AWS::Events::EventBusPolicy`` is not in moto's CloudFormation either, and moto enforces no IAM or
   resource policy anyway: the pipeline bus's Deny is left out, so locally anyone may put to the
   pipeline bus (the attack tests do). tests/integration/test_trust_iam.py evaluates that policy instead.
+- ``AWS::ApiGateway::Account`` (the region's API Gateway settings: its CloudWatch role) is not in moto's
+  CloudFormation either, and the local cloud serves the API itself: it is left out. The role it would
+  name is created like any other.
+- Resources' ``Metadata`` is left out of the deployed copy: moto resolves the intrinsics in it (the
+  access log group's refers to the account settings, to order the two on AWS) and uses none of it.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures``, ``TracingConfig`` and ``LoggingConfig``
   (moto's Lambda drops them; the local runtime imports the layer's code from ``shared/`` directly and
-  writes each function's log to a file of its own), and rule targets'
+  writes each function's log to a file of its own), the mappings' ``ScalingConfig`` and the functions'
+  reserved concurrency (stored; the local poller runs one batch at a time anyway), and rule targets'
   ``DeadLetterConfig`` / ``RetryPolicy`` (stored, never used: moto's delivery does not fail).
 """
 
@@ -50,7 +56,7 @@ from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topol
 
 _BUS_OUTPUT = "LocalCloud{logical_id}{attribute}"
 _UNDEPLOYABLE_API_TYPES = ("AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage")
-_UNSUPPORTED_TYPES = ("AWS::CloudWatch::Alarm", "AWS::Events::EventBusPolicy")
+_UNSUPPORTED_TYPES = ("AWS::CloudWatch::Alarm", "AWS::Events::EventBusPolicy", "AWS::ApiGateway::Account")
 PIPELINE_BUS = "EventBus"
 INGRESS_BUS = "IngressBus"
 _POLL_INTERVAL = 0.05
@@ -120,10 +126,12 @@ def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
     # local cloud serves the API itself (http_front.py), from the template's Api events.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNDEPLOYABLE_API_TYPES]:
         del body["Resources"][logical_id]
-    # moto's CloudFormation has no alarms and no bus policies; nothing in the template refers to one.
+    # moto's CloudFormation has no alarms, bus policies or API Gateway account settings; nothing in the
+    # template refers to one but a Metadata entry, and Metadata is of no use to moto.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNSUPPORTED_TYPES]:
         del body["Resources"][logical_id]
     for logical_id, resource in body["Resources"].items():
+        resource.pop("Metadata", None)
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":
             resource["Properties"]["Enabled"] = False
         elif resource["Type"] == "AWS::Events::EventBus":

@@ -35,6 +35,13 @@ UNSCOPABLE = frozenset(
 """The only actions a policy may grant on ``Resource: "*"``: IAM's Service Authorization Reference lists
 no resource type for them, so "*" is the only resource they take."""
 
+SHARED_ROLES = {
+    "ApiGatewayCloudWatchRole": "service-role/AmazonAPIGatewayPushToCloudWatchLogs",
+}
+"""Roles that serve more than this stack, with the one AWS managed policy each holds: API Gateway's
+account role writes the logs of every REST API in the account and region, to log groups it creates per
+API, so it takes the policy API Gateway documents (logs on "*") and nothing else."""
+
 CONSUME = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:PurgeQueue")
 MAPPING_NEEDS = (
     "sqs:ReceiveMessage",
@@ -64,6 +71,8 @@ def identity_policies(
 ) -> Iterator[tuple[str, Policy]]:
     """(where, policy) for every role's policies and every managed policy the template declares."""
     for role in template.roles():
+        if role in SHARED_ROLES:
+            continue
         for policy in template.identity_policies(role):
             yield role, policy
     for logical_id, resource in cloudformation["Resources"].items():
@@ -111,6 +120,15 @@ def test_resource_star_only_for_actions_without_resource_level_permissions(
                 continue
             wide += [f"{where}: {a} on *" for a in strings(statement["Action"]) if a not in UNSCOPABLE]
     assert not wide, "\n".join(wide)
+
+
+def test_a_shared_role_holds_its_documented_managed_policy_and_nothing_else(local: LocalTemplate) -> None:
+    for role, policy in SHARED_ROLES.items():
+        props = local.cloudformation["Resources"][role]["Properties"]
+        assert "Policies" not in props
+        assert props["ManagedPolicyArns"] == [
+            {"Fn::Sub": f"arn:${{AWS::Partition}}:iam::aws:policy/{policy}"}
+        ]
 
 
 def test_no_policy_grants_an_action_wildcard(template: TemplatePolicies, local: LocalTemplate) -> None:
