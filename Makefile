@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov pins boto3, networkx and packaging below what this project installs: it gets a virtualenv of
+# its own. Pinned, since a new checkov brings new checks; the stamp names the version it installed.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 
 .PHONY: demo test lint typecheck unit bench faults clean
 
@@ -12,13 +17,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(CHECKOV_STAMP):
+	rm -rf $(CHECKOV_VENV)
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $(CHECKOV_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/intentbus demo
 
-lint: $(STAMP)
+# checkov fails on any failed check and prints its counts; each skip names its reason in the resource.
+lint: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/cfn-lint template.yaml
+	$(CHECKOV_VENV)/bin/checkov --file template.yaml --framework cloudformation --skip-download --compact --quiet
 
 typecheck: $(STAMP)
 	$(BIN)/mypy shared infra functions tests
@@ -37,4 +51,4 @@ faults: $(STAMP)
 	$(BIN)/python -m tests.faults.run
 
 clean:
-	rm -rf $(VENV) .bench .local build *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) .bench .local build *.egg-info
