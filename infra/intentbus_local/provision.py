@@ -25,7 +25,8 @@ property, the smallest honest fix is applied from the template itself, after the
   pipeline bus (the attack tests do). tests/integration/test_trust_iam.py evaluates that policy instead.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures`` and ``TracingConfig`` (moto's Lambda drops
-  them; the local runtime imports the layer's code from ``shared/`` directly), and rule targets'
+  them; the in-process runtime imports the layer's code from ``shared/`` directly, the built mode puts
+  the build's layers on each function's path), and rule targets'
   ``DeadLetterConfig`` / ``RetryPolicy`` (stored, never used: moto's delivery does not fail).
 """
 
