@@ -75,7 +75,10 @@ class BuiltCode:
 
 
 def open_build(directory: Path) -> BuiltCode:
-    """The build's template and layers, once it is clear this machine can run its compiled code."""
+    """The build's template and layers, once it is clear this machine can run its compiled code.
+
+    Paths are made absolute: a container's working directory is its function's."""
+    directory = directory.resolve()
     build = read_build(directory)
     host = host_architecture()
     artifacts: list[Function | Layer] = [*build.functions.values(), *build.layers.values()]

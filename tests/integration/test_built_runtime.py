@@ -250,4 +250,6 @@ def test_a_build_this_machine_cannot_run_is_refused_before_anything_starts(
         open_build(tmp_path)
 
     monkeypatch.setattr("platform.machine", lambda: "aarch64")
-    assert open_build(tmp_path).layers == {"Fn": (tmp_path / "Layer",)}
+    monkeypatch.chdir(tmp_path.parent)
+    relative = Path(tmp_path.name)  # as in --built .aws-sam/build: made absolute, for the container's sake
+    assert open_build(relative).layers == {"Fn": (tmp_path.resolve() / "Layer",)}
