@@ -8,8 +8,16 @@ STAMP := $(VENV)/.installed
 CHECKOV_VERSION := 3.3.30
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
+# The SAM CLI gets a virtualenv of its own: it pins boto3 and pydantic exactly.
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed
+SAM_CLI := aws-sam-cli==1.170.0
+# The functions' and the layer's architecture (the template's Architecture parameter): arm64 or x86_64.
+ARCHITECTURE ?= arm64
+export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint typecheck unit bench faults clean
+.PHONY: demo test lint typecheck unit build bench faults clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +31,12 @@ $(CHECKOV_STAMP):
 	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $(CHECKOV_STAMP)
+
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet '$(SAM_CLI)'
+	touch $(SAM_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/intentbus demo
@@ -40,8 +54,17 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-test: lint typecheck
+# The built local cloud's e2e test runs sam build, hence the SAM CLI.
+test: lint typecheck $(SAM_STAMP)
 	$(BIN)/pytest
+
+# sam validate --lint, sam build into .aws-sam/build (the layer by shared/Makefile, for ARCHITECTURE), then
+# the build check: architectures of compiled code, the runtime's SDK kept out, Lambda's size limits.
+build: $(STAMP) $(SAM_STAMP)
+	@case "$(ARCHITECTURE)" in arm64|x86_64) ;; *) echo "ARCHITECTURE must be arm64 or x86_64, not '$(ARCHITECTURE)'"; exit 2;; esac
+	$(SAM) validate --lint
+	ARCHITECTURE=$(ARCHITECTURE) $(SAM) build --parameter-overrides Architecture=$(ARCHITECTURE)
+	$(BIN)/python -m intentbus_build.check .aws-sam/build --parameter Architecture=$(ARCHITECTURE)
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run
@@ -51,4 +74,4 @@ faults: $(STAMP)
 	$(BIN)/python -m tests.faults.run
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) .bench .local build *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(SAM_VENV) .aws-sam .bench .local build *.egg-info

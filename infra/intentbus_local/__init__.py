@@ -1,4 +1,5 @@
-"""The local cloud: template.yaml on moto, with Lambda's SQS event-source mappings played in-process."""
+"""The local cloud: template.yaml on moto, with Lambda's SQS event-source mappings played in-process;
+the functions run in this process from the source tree, or each in its own from a sam build."""
 
 from intentbus_local.backend import Mode
 from intentbus_local.clock import LocalClock

@@ -12,9 +12,10 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from intentbus_local.backend import Mode, MotoBackend, backend_for
+from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
 from intentbus_local.clock import LocalClock
-from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
+from intentbus_local.lambda_runtime import FunctionRuntime, Invocation, LambdaRuntime
 from intentbus_local.poller import Poller
 from intentbus_local.provision import provision
 from intentbus_local.schedules import Schedules
@@ -78,6 +79,9 @@ class LocalCloud:
     HTTP server on 127.0.0.1 and points handlers at it through ``AWS_ENDPOINT_URL``.
 
     ``code_dirs`` (function logical id -> directory) runs other code for a function, e.g. test doubles.
+    ``built`` (a ``sam build`` directory, e.g. ``.aws-sam/build``) runs what was built instead of the
+    source tree: the build's template, each function in a process of its own with only its directory,
+    its layers and the runtime's boto3 to import from (see built_runtime; needs ``mode="server"``).
     ``parameters`` are the stack's; ``ProducerBindings`` defaults to ``seed.LOCAL_PRODUCER_BINDINGS``
     (the sample producers, any tenant) where the template declares it.
     Not thread-safe: one caller drives it.
@@ -94,8 +98,14 @@ class LocalCloud:
         logs_dir: Path | None = None,
         region: str = "us-east-1",
         observers: Sequence[Observer] = (),
+        built: Path | None = None,
     ) -> None:
+        if built is not None and mode != "server":
+            raise ValueError("built functions run in processes of their own: they need mode='server'")
+        if built is not None and (template_path is not None or code_dirs):
+            raise ValueError("built runs the build's own template and code: no template_path or code_dirs")
         self.mode: Mode = mode
+        self.built = built
         self._template_path = template_path
         self._code_dirs = dict(code_dirs or {})
         self._stack_name = stack_name
@@ -108,7 +118,7 @@ class LocalCloud:
         self._clients: Clients | None = None
         self._template: LocalTemplate | None = None
         self._topology: Topology | None = None
-        self._runtime: LambdaRuntime | None = None
+        self._runtime: FunctionRuntime | None = None
         self._poller: Poller | None = None
         self._schedules: Schedules | None = None
 
@@ -127,7 +137,9 @@ class LocalCloud:
         self.close()
 
     def start(self) -> None:
-        self._template = load_template(self._template_path, code_dirs=self._code_dirs, region=self._region)
+        code: BuiltCode | None = open_build(self.built) if self.built is not None else None
+        template_path = code.template if code is not None else self._template_path
+        self._template = load_template(template_path, code_dirs=self._code_dirs, region=self._region)
         parameters = dict(self._parameters)
         if PRODUCER_BINDINGS_PARAMETER in self._template.sam.get("Parameters", {}):
             parameters.setdefault(PRODUCER_BINDINGS_PARAMETER, LOCAL_PRODUCER_BINDINGS)
@@ -140,12 +152,7 @@ class LocalCloud:
             self._topology = provision(
                 self._clients, self._template, stack_name=self._stack_name, parameters=parameters
             )
-            self._runtime = LambdaRuntime(
-                self._topology.functions,
-                clock=self.clock,
-                logs_dir=self._logs_dir,
-                base_environment=self._clients.handler_environment(),
-            )
+            self._runtime = self._function_runtime(code)
             self._poller = Poller(
                 self._clients.sqs(),
                 self._runtime,
@@ -163,6 +170,14 @@ class LocalCloud:
         except BaseException:
             self.close()
             raise
+
+    def _function_runtime(self, code: BuiltCode | None) -> FunctionRuntime:
+        functions = self.topology.functions
+        environment = self.clients.handler_environment()
+        logs = _started(self._logs_dir)
+        if code is None:
+            return LambdaRuntime(functions, clock=self.clock, logs_dir=logs, base_environment=environment)
+        return BuiltRuntime(functions, code, clock=self.clock, logs_dir=logs, base_environment=environment)
 
     def close(self) -> None:
         if self._runtime is not None:
@@ -205,6 +220,11 @@ class LocalCloud:
     @property
     def logs_dir(self) -> Path:
         return _started(self._logs_dir)
+
+    @property
+    def runtime(self) -> FunctionRuntime:
+        """What runs the functions: LambdaRuntime in this process, or BuiltRuntime for ``built``."""
+        return _started(self._runtime)
 
     def log_path(self, function_logical_id: str) -> Path:
         return _started(self._runtime).log_path(function_logical_id)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus_local import tracing
@@ -99,6 +99,40 @@ class Invocation:
     @property
     def crashed(self) -> bool:
         return isinstance(self.error, InvocationCrash)
+
+
+class FunctionRuntime(Protocol):
+    """Runs the functions of a topology: this module's in-process runtime, or built_runtime's containers."""
+
+    def invoke(self, logical_id: str, event: Mapping[str, Any]) -> Invocation: ...
+
+    def log_path(self, logical_id: str) -> Path: ...
+
+    def close(self) -> None: ...
+
+
+def lambda_environment(
+    function: FunctionInfo,
+    base: Mapping[str, str],
+    *,
+    clock_offset: float,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A function's environment as Lambda sets it, with the local clock's offset for the handler."""
+    return {
+        **base,
+        "AWS_LAMBDA_FUNCTION_NAME": function.name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{function.logical_id}",
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+        "LAMBDA_TASK_ROOT": str(function.code_dir),
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        **function.environment,
+        **(extra or {}),
+        CLOCK_OFFSET_ENV: str(clock_offset),
+    }
 
 
 class LambdaRuntime:
@@ -190,20 +224,12 @@ class LambdaRuntime:
         return self._handlers[function.logical_id]
 
     def _environment(self, function: FunctionInfo, trace: tracing.InvocationTrace | None) -> dict[str, str]:
-        return {
-            **self._base_environment,
-            "AWS_LAMBDA_FUNCTION_NAME": function.name,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_size),
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.name}",
-            "AWS_LAMBDA_LOG_STREAM_NAME": f"local/[$LATEST]{function.logical_id}",
-            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
-            "LAMBDA_TASK_ROOT": str(function.code_dir),
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            **function.environment,
-            **(tracing.environment(trace) if trace is not None else {}),
-            CLOCK_OFFSET_ENV: str(self._clock.offset_seconds),
-        }
+        return lambda_environment(
+            function,
+            self._base_environment,
+            clock_offset=self._clock.offset_seconds,
+            extra=tracing.environment(trace) if trace is not None else {},
+        )
 
     @contextlib.contextmanager
     def _overlay(self, function: FunctionInfo, trace: tracing.InvocationTrace | None) -> Iterator[None]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from intentbus_local import tracing
 from intentbus_local.clock import LocalClock
-from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
+from intentbus_local.lambda_runtime import FunctionRuntime, Invocation
 from intentbus_local.sqs_event import lambda_sqs_event
 from intentbus_local.topology import MappingInfo
 
@@ -75,7 +75,7 @@ class Poller:
     def __init__(
         self,
         sqs: SQSClient,
-        runtime: LambdaRuntime,
+        runtime: FunctionRuntime,
         clock: LocalClock,
         *,
         region: str,

@@ -30,9 +30,10 @@ property, the smallest honest fix is applied from the template itself, after the
   access log group's refers to the account settings, to order the two on AWS) and uses none of it.
 - Not reproduced, and left so: ``AWS::SQS::QueuePolicy`` (moto skips the type; it enforces no resource
   policies anyway), a function's ``Layers``, ``Architectures``, ``TracingConfig`` and ``LoggingConfig``
-  (moto's Lambda drops them; the local runtime imports the layer's code from ``shared/`` directly and
-  writes each function's log to a file of its own), the mappings' ``ScalingConfig`` and the functions'
-  reserved concurrency (stored; the local poller runs one batch at a time anyway), and rule targets'
+  (moto's Lambda drops them; the in-process runtime imports the layer's code from ``shared/`` directly,
+  the built mode puts the build's layers on each function's path, and each function's log goes to a
+  file of its own), the mappings' ``ScalingConfig`` and the functions' reserved concurrency (stored; the
+  local poller runs one batch at a time anyway), and rule targets'
   ``DeadLetterConfig`` / ``RetryPolicy`` (stored, never used: moto's delivery does not fail).
 """
 

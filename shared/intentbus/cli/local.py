@@ -20,8 +20,15 @@ def demo(*, mode: Mode, environment: str, decision: Literal["approve", "reject"]
 
 
 def run_events(
-    events: Path, *, report: Path | None, mode: Mode, environment: str, seed_demo: bool = False
+    events: Path,
+    *,
+    report: Path | None,
+    mode: Mode,
+    environment: str,
+    seed_demo: bool = False,
+    built: Path | None = None,
 ) -> int:
+    """``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``)."""
     from intentbus.catalog import Catalog
     from intentbus.cli.emit import read_envelopes
     from intentbus_local import report as reporting
@@ -29,7 +36,7 @@ def run_events(
     from intentbus_local.cloud import LocalCloud
 
     lines = list(read_envelopes(events))
-    with LocalCloud(mode=mode, parameters={"Environment": environment}) as cloud:
+    with LocalCloud(mode=mode, parameters={"Environment": environment}, built=built) as cloud:
         if seed_demo:
             seed.seed_service(cloud.clients)
             seed.seed_metrics(cloud.clients)

@@ -65,7 +65,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--events", type=Path, required=True, help="JSON lines of envelopes or CloudEvents")
     run.add_argument("--report", type=Path, help="also write the report as JSON to this file")
-    run.add_argument("--mode", choices=("server", "inprocess"), default="inprocess")
+    run.add_argument(
+        "--mode",
+        choices=("server", "inprocess"),
+        help="where moto runs: in this process (default) or as a local server (default with --built)",
+    )
+    run.add_argument(
+        "--built",
+        nargs="?",
+        type=Path,
+        const=Path(".aws-sam/build"),
+        metavar="BUILD_DIR",
+        help="run what 'make build' built (default .aws-sam/build), each function in its own process, "
+        "instead of the source tree",
+    )
     run.add_argument(
         "--environment", default="dev", help="the template's Environment parameter (default dev)"
     )
@@ -116,7 +129,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "built", None) is not None and args.mode == "inprocess":
+        parser.error("--built runs each function in a process of its own: it needs --mode server")
     try:
         return _dispatch(args)
     except (ConfigurationError, PublishError, ValueError, OSError) as error:
@@ -155,9 +171,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     return local.run_events(
         args.events,
         report=args.report,
-        mode=args.mode,
+        mode=args.mode or ("server" if args.built is not None else "inprocess"),
         environment=args.environment,
         seed_demo=args.seed_demo,
+        built=args.built,
     )
 
 
