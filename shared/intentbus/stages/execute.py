@@ -110,7 +110,7 @@ class ExecuteStage(Stage):
         def skip() -> dict[str, Any]:
             nonlocal ran
             ran = True
-            claim = guarded_claim(self, incoming, command, resource=None, seen_version=seen_version)
+            claim = _guarded_claim(self, incoming, command, resource=None, seen_version=seen_version)
             reason = f"{why}: not run"
             if claim.status is ClaimStatus.RUN_ENDED:
                 reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
@@ -185,7 +185,7 @@ class _Attempt:
         """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not.
 
         A fact whose authorization the record does not hold is refused (``NotRecorded``), never run."""
-        claim = guarded_claim(
+        claim = _guarded_claim(
             self.stage,
             self.incoming,
             self.command,
@@ -195,8 +195,9 @@ class _Attempt:
         )
         if claim.status is ClaimStatus.RETIRED:
             run_workflow, run_version = claim.run_definition or (self.workflow.name, "?")
+            mine = f"{self.workflow.name} v{self.workflow.version}"
             why = self.stage.deps.catalog.retired(run_workflow, run_version) or (
-                f"the run is a {run_workflow} v{run_version} run"
+                f"the run is a {run_workflow} v{run_version} run, not {mine}"
             )
             return self._output(
                 facts.COMMAND_SKIPPED, facts.CommandSkipped(command=self.command, reason=f"{why}: not run")
@@ -270,7 +271,7 @@ class _Attempt:
         return _follow(self.stage, self.incoming, fact_type, payload)
 
 
-def guarded_claim(
+def _guarded_claim(
     stage: ExecuteStage,
     incoming: Envelope,
     command: Envelope,
