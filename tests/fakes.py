@@ -86,6 +86,7 @@ class InMemoryStore:
         seen_version: int | None,
         authorization: str | None,
         now: datetime,
+        definition: tuple[str, str] | None = None,
     ) -> Claim:
         """The execution guard's semantics (intentbus.adapters.dynamodb_guard), in memory."""
         self.calls += 1
@@ -97,6 +98,9 @@ class InMemoryStore:
             return Claim(ClaimStatus.NOT_AUTHORIZED)
         if state.terminal:
             return Claim(ClaimStatus.RUN_ENDED, run_status=state.status.value)
+        run_definition = (state.workflow, state.definition_version)
+        if definition is not None and run_definition != definition:
+            return Claim(ClaimStatus.RETIRED, run_status=state.status.value, run_definition=run_definition)
         if resource is None:
             return Claim(ClaimStatus.CLAIMED)
         seen = seen_version or 0

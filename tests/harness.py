@@ -28,6 +28,8 @@ ROUTES = {
     facts.COMMAND_FAILED: "record",
     facts.COMMAND_DENIED: "record",
     facts.COMMAND_OUTCOME_UNKNOWN: "record",
+    facts.COMMAND_CONFLICTED: "record",
+    facts.COMMAND_SKIPPED: "record",
 }
 
 

@@ -294,6 +294,15 @@ class BuiltRuntime:
             raise BuiltModeError(f"{logical_id}'s container did not answer")
         return WorkerState(sys_path=answer["sys_path"], modules=answer["modules"])
 
+    def redeployed(self, functions: Mapping[str, FunctionInfo]) -> None:
+        """The functions as a redeploy left them: every warm container is stopped, so the next invocation
+        starts a new one under the function's new configuration (the build's code stays the same)."""
+        with self._lock:
+            self._functions = functions
+            for container in self._containers.values():
+                container.stop()
+            self._containers.clear()
+
     def close(self) -> None:
         with self._lock:
             for container in self._containers.values():

@@ -140,9 +140,7 @@ class LocalCloud:
         code: BuiltCode | None = open_build(self.built) if self.built is not None else None
         template_path = code.template if code is not None else self._template_path
         self._template = load_template(template_path, code_dirs=self._code_dirs, region=self._region)
-        parameters = dict(self._parameters)
-        if PRODUCER_BINDINGS_PARAMETER in self._template.sam.get("Parameters", {}):
-            parameters.setdefault(PRODUCER_BINDINGS_PARAMETER, LOCAL_PRODUCER_BINDINGS)
+        parameters = self._stack_parameters(self._template, self._parameters)
         if self._logs_dir is None:
             self._logs_dir = Path(tempfile.mkdtemp(prefix="intentbus-local-logs-"))
         self._backend = backend_for(self.mode)
@@ -178,6 +176,46 @@ class LocalCloud:
         if code is None:
             return LambdaRuntime(functions, clock=self.clock, logs_dir=logs, base_environment=environment)
         return BuiltRuntime(functions, code, clock=self.clock, logs_dir=logs, base_environment=environment)
+
+    def redeploy(
+        self, *, parameters: Mapping[str, str] | None = None, template: Path | None = None
+    ) -> Topology:
+        """Applies a changed template and changed parameters to the running stack, as ``sam deploy``
+        updates a deployed one (see redeploy.py); returns the new topology.
+
+        ``template``: the template to deploy, by default the running one's file read again. ``parameters``
+        are set over the stack's current ones. Functions get their new configuration and start cold;
+        queues, rules and mappings follow the template; tables keep their items and queues their messages
+        (a deleted queue's are gone). The virtual clock and each remaining schedule carry on."""
+        from intentbus_local.redeploy import update
+
+        merged = {**self._parameters, **(parameters or {})}
+        loaded = load_template(template or self.template.path, code_dirs=self._code_dirs, region=self._region)
+        before = self.topology
+        topology = update(
+            self.clients,
+            loaded,
+            stack_name=self._stack_name,
+            parameters=self._stack_parameters(loaded, merged),
+            direct=before.direct_resources,
+        )
+        self._template, self._topology, self._parameters = loaded, topology, merged
+        kept = {queue.url for queue in topology.queues.values()}
+        self.poller.forget({queue.url for queue in before.queues.values()} - kept)
+        _started(self._runtime).redeployed(topology.functions)
+        schedules = Schedules.from_template(
+            loaded, self.invoke, now=self.clock.now(), region=self._region, account_id=topology.account_id
+        )
+        schedules.keep_times_of(self.schedules)
+        self._schedules = schedules
+        return topology
+
+    @staticmethod
+    def _stack_parameters(template: LocalTemplate, parameters: Mapping[str, str]) -> dict[str, str]:
+        stack = dict(parameters)
+        if PRODUCER_BINDINGS_PARAMETER in template.sam.get("Parameters", {}):
+            stack.setdefault(PRODUCER_BINDINGS_PARAMETER, LOCAL_PRODUCER_BINDINGS)
+        return stack
 
     def close(self) -> None:
         if self._runtime is not None:

@@ -68,11 +68,17 @@ def _substitute(value: Any, created: Mapping[str, Values]) -> Any:
     return value
 
 
-def create_direct(clients: Clients, body: dict[str, Any]) -> dict[str, Values]:
-    """Creates the types in CREATORS (in dependency order) and rewrites ``body`` to use their values."""
-    created: dict[str, Values] = {}
+def create_direct(
+    clients: Clients, body: dict[str, Any], existing: Mapping[str, Mapping[str, str]] | None = None
+) -> dict[str, Values]:
+    """Creates the types in CREATORS (in dependency order) and rewrites ``body`` to use their values.
+
+    ``existing`` (a redeploy): those already created are reused, not created again."""
     resources: dict[str, Any] = body["Resources"]
-    pending = [logical for logical, resource in resources.items() if resource["Type"] in CREATORS]
+    kept = existing or {}
+    direct = [logical for logical, resource in resources.items() if resource["Type"] in CREATORS]
+    created: dict[str, Values] = {logical: dict(kept[logical]) for logical in direct if logical in kept}
+    pending = [logical for logical in direct if logical not in kept]
     while pending:
         for logical_id in list(pending):
             properties = _substitute(resources[logical_id].get("Properties", {}), created)

@@ -108,6 +108,8 @@ class FunctionRuntime(Protocol):
 
     def log_path(self, logical_id: str) -> Path: ...
 
+    def redeployed(self, functions: Mapping[str, FunctionInfo]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -200,6 +202,16 @@ class LambdaRuntime:
             started_at=started_at,
             duration_seconds=duration,
         )
+
+    def redeployed(self, functions: Mapping[str, FunctionInfo]) -> None:
+        """The functions as a redeploy left them: every warm container is dropped, as Lambda starts new
+        sandboxes for a function whose configuration or code changed, so the next invocation imports its
+        handler again under its new environment. Modules the handler imports (``intentbus.*``, workflow
+        modules) stay imported in this process: a changed workflow module is seen under a new name."""
+        self._functions = functions
+        for logical_id in self._handlers:
+            sys.modules.pop(_module_name(logical_id), None)
+        self._handlers.clear()
 
     def close(self) -> None:
         for log in self._logs.values():

@@ -165,6 +165,11 @@ class Poller:
             messages.extend(dict(m) for m in received)
         return messages
 
+    def forget(self, queue_urls: set[str]) -> None:
+        """Stops tracking failed deliveries of queues that are gone (a redeploy deleted them)."""
+        for key in [key for key, pending in self._pending.items() if pending.queue_url in queue_urls]:
+            del self._pending[key]
+
     @property
     def pending_count(self) -> int:
         return len(self._pending)

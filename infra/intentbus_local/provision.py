@@ -91,7 +91,7 @@ def provision(
         warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")
         upload_artifacts(clients, template)
         body = deployable(template.cloudformation)
-        create_direct(clients, body)
+        direct = create_direct(clients, body)
         clients.cloudformation().create_stack(
             StackName=stack_name,
             TemplateBody=json.dumps(body),
@@ -101,7 +101,7 @@ def provision(
         wait_for_stack(clients, stack_name, timeout_seconds=timeout_seconds)
         physical = stack_resources(clients, stack_name)
         apply_table_settings(clients, body, physical)
-        return read_topology(clients, template, stack_name, physical)
+        return read_topology(clients, template, stack_name, physical, direct=direct)
 
 
 def upload_artifacts(clients: Clients, template: LocalTemplate) -> None:
@@ -142,13 +142,15 @@ def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def wait_for_stack(clients: Clients, stack_name: str, *, timeout_seconds: float) -> None:
+def wait_for_stack(
+    clients: Clients, stack_name: str, *, timeout_seconds: float, done: str = "CREATE_COMPLETE"
+) -> None:
     cloudformation = clients.cloudformation()
     deadline = time.monotonic() + timeout_seconds
     while True:
         stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
         status = stack["StackStatus"]
-        if status == "CREATE_COMPLETE":
+        if status == done:
             return
         if not status.endswith("_IN_PROGRESS"):
             events = cloudformation.describe_stack_events(StackName=stack_name)["StackEvents"]
@@ -212,6 +214,8 @@ def read_topology(
     template: LocalTemplate,
     stack_name: str,
     physical: Mapping[str, tuple[str, str]],
+    *,
+    direct: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Topology:
     stack = clients.cloudformation().describe_stacks(StackName=stack_name)["Stacks"][0]
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", []) if "OutputValue" in o}
@@ -279,6 +283,7 @@ def read_topology(
         dlqs=dlqs,
         functions=functions,
         outputs={k: v for k, v in outputs.items() if not k.startswith("LocalCloud")},
+        direct_resources=dict(direct or {}),
     )
 
 

@@ -61,6 +61,12 @@ class Schedules:
                     )
         return schedules
 
+    def keep_times_of(self, earlier: Schedules) -> None:
+        """After a redeploy: a rule that was already scheduled keeps its next firing time."""
+        times = {(entry.function, entry.rule): entry.next_at for entry in earlier.entries}
+        for entry in self.entries:
+            entry.next_at = times.get((entry.function, entry.rule), entry.next_at)
+
     def next_at(self) -> float | None:
         return min((entry.next_at for entry in self.entries), default=None)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -61,6 +61,9 @@ class Topology:
     """Stage queue logical id -> its dead-letter queue."""
     functions: Mapping[str, FunctionInfo]
     outputs: Mapping[str, str]
+    direct_resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Resources created through their own APIs (direct_resources.py), by logical id: ``Ref`` and each
+    ``Fn::GetAtt`` attribute -> value. A redeploy reuses them."""
 
     @property
     def mappings(self) -> tuple[MappingInfo, ...]:

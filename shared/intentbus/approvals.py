@@ -32,10 +32,13 @@ from intentbus.stages.common import (
     log_only,
     pipeline_fact,
 )
+from intentbus.stages.retired import why_retired
 from intentbus.state import Status, WorkflowState, settle
 
 STAGE = "approval"
 ATTEMPT_STAGE = "approval-attempt"
+EXPIRY_FAILS = "fail"
+"""What follows an expiry when the run's workflow definition is gone: the run fails with the reason."""
 
 
 class Approver(BaseModel):
@@ -319,10 +322,13 @@ class ApprovalDesk:
     # ------------------------------------------------------------------ expiring
 
     def _expire(self, approval: Approval, now: datetime) -> Result | None:
-        workflow = self.deps.catalog.workflow(approval.workflow)
         state = self.store.snapshot(approval.tenant_id, approval.run_id, STAGE, approval.approval_id).state
         expired = approval.model_copy(update={"status": ApprovalStatus.EXPIRED, "decided_at": now})
-        then = workflow.on_approval_expiry
+        # What follows is the workflow definition's to say; a run whose definition a redeploy removed
+        # or replaced cannot go on, so it fails with the reason.
+        retired = why_retired(self.deps, state)
+        registered = self.deps.catalog.workflows.get(approval.workflow)
+        then = EXPIRY_FAILS if retired is not None or registered is None else registered.on_approval_expiry
         notice = facts.ApprovalExpired(
             approval_id=approval.approval_id,
             command=approval.command,
@@ -333,7 +339,9 @@ class ApprovalDesk:
         new_state: WorkflowState | None = None
         outputs: list[Envelope] = []
         if state is not None and waiting:
-            if then == "escalate":
+            if retired is not None:
+                new_state = settle(state, status=Status.FAILED, reason=retired, now=now)
+            elif then == "escalate":
                 new_state = settle(state, status=Status.PAUSED, reason="the approval expired", now=now)
             else:
                 remaining = tuple(w for w in state.awaiting_approval if w != approval.command.id)
@@ -358,6 +366,13 @@ class ApprovalDesk:
                     index=1,
                 )
             )
+        if new_state is not None and retired is not None:
+            failed = facts.WorkflowFailed(
+                workflow=new_state.workflow, status=new_state.status.value, reason=retired
+            )
+            outputs.append(
+                _follow(approval.command, facts.WORKFLOW_FAILED, failed, version=version, now=now, index=1)
+            )
         if new_state is not None and then == "escalate":
             review = facts.HumanReviewRequired(
                 reason="the approval expired",
@@ -380,7 +395,8 @@ class ApprovalDesk:
             summary={
                 "decision": "EXPIRED",
                 "then": then if waiting else "nothing: the run had moved on",
-                "reason": f"no decision before {approval.expires_at.isoformat()}",
+                "reason": f"no decision before {approval.expires_at.isoformat()}"
+                + (f"; {retired}" if retired is not None and waiting else ""),
             },
         )
         commit = Commit(

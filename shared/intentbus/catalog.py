@@ -53,6 +53,20 @@ class Catalog:
         except KeyError:
             raise ConfigurationError(f"workflow {name!r} is not registered") from None
 
+    def retired(self, workflow: str, definition_version: str) -> str | None:
+        """Why a run of ``workflow`` started under ``definition_version`` cannot go on in this
+        deployment (a redeploy removed the workflow, or registered another version of it); ``None``
+        when it can. Two versions of one workflow never run side by side."""
+        registered = self.workflows.get(workflow)
+        if registered is None:
+            return f"workflow {workflow!r} is not registered in this deployment"
+        if registered.version != definition_version:
+            return (
+                f"the run started under version {definition_version!r} of workflow {workflow!r}; "
+                f"this deployment has version {registered.version!r} only"
+            )
+        return None
+
     def owner(self, type_name: str) -> Workflow | None:
         return self._owner_of_type.get(type_name)
 

@@ -113,7 +113,8 @@ class ApprovalExpired(Payload):
     command: Envelope
     expired_at: datetime
     then: str
-    """What the workflow definition said follows: ``cancel`` or ``escalate``."""
+    """What the workflow definition said follows: ``cancel`` or ``escalate``; ``fail`` when the run's
+    definition is no longer deployed."""
 
 
 class HumanReviewRequired(Payload):

@@ -47,6 +47,9 @@ class ClaimStatus(StrEnum):
     RUN_ENDED = "run_ended"
     NOT_AUTHORIZED = "not_authorized"
     """No authorization matching this fact is recorded for the command (or no such run exists)."""
+    RETIRED = "retired"
+    """The run was started under another workflow definition than the one asked for (a redeploy
+    removed or replaced it): the command is not run."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class Claim:
     """On a conflict: the command holding the resource's current version."""
     run_status: str | None = None
     """When the run ended: its status."""
+    run_definition: tuple[str, str] | None = None
+    """When the run is retired: the workflow and definition version it was started under."""
 
 
 class ExecutionGuard(Protocol):
@@ -69,11 +74,14 @@ class ExecutionGuard(Protocol):
         seen_version: int | None,
         authorization: str | None,
         now: datetime,
+        definition: tuple[str, str] | None = None,
     ) -> Claim:
         """In one write: the run exists and has not ended, the command's recorded authorization has
         this digest (``authorization_digest``), and (with a resource) the resource is still at
         ``seen_version`` or already claimed by this command; claiming moves it to ``seen_version + 1``.
-        ``authorization=None`` skips the authorization check: only for a run that predates it."""
+        ``authorization=None`` skips the authorization check: only for a run that predates it.
+        ``definition`` (workflow, version): the run must have been started under it (a run stored
+        before definitions were stored passes)."""
         ...
 
     def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:

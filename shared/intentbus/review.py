@@ -36,6 +36,7 @@ from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
+from intentbus.stages.retired import why_retired
 from intentbus.state import BudgetOverride, Resumption, Status, WorkflowState, settle
 
 STAGE = "review"
@@ -58,7 +59,8 @@ class Answer(StrEnum):
     STALE = "stale"
     """The run moved on, or is not PAUSED at the version answered."""
     CONFLICT = "conflict"
-    """The pause was already answered the other way, or cannot be resumed (no budget paused it)."""
+    """The pause was already answered the other way, or cannot be resumed (no budget paused it, or its
+    workflow definition is no longer deployed)."""
     INSUFFICIENT = "insufficient"
     """The raised budget would still be crossed by the paused input."""
     FORBIDDEN = "forbidden"
@@ -257,6 +259,10 @@ class ReviewDesk:
         return self._resume(request, state, pause)
 
     def _resume(self, request: _Request, state: WorkflowState, pause: Pause) -> Result | None:
+        retired = why_retired(self.deps, state)
+        if retired is not None:
+            why = f"{retired}: it cannot be resumed; cancel it"
+            return self._refuse(request, state, Answer.CONFLICT, why)
         event = pause.paused_event()
         workflow = self.deps.catalog.workflow(state.workflow)
         raised = (request.budget or BudgetOverride()).over(state.budget_override)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 
+from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.adapters.eventbridge_bus import EventBridgeBus, backoff_seconds, to_entry
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
@@ -29,7 +30,7 @@ from intentbus.journal import (
     LogEntry,
     Outcome,
 )
-from intentbus.ports import KeyHeldByAnotherCommand
+from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand
 from intentbus.state import Status, WorkflowState
 from tests.fakes import ManualClock, raw_body
 from tests.integration.conftest_moto import (
@@ -339,6 +340,37 @@ def test_entries_come_back_in_time_order_not_key_order(store_env: StoreEnv) -> N
     store_env.store.commit(other_run)
 
     assert store_env.store.entries(TENANT, RUN) == entries
+
+
+def test_the_guard_refuses_a_run_started_under_another_definition_of_its_workflow(
+    store_env: StoreEnv,
+) -> None:
+    _create(store_env, log_entry("decide", "in-1"), workflow_state(1))
+    guard = DynamoExecutionGuard(store_env.table, store_env.client)
+
+    def claim(definition: tuple[str, str]) -> Claim:
+        return guard.claim(
+            tenant_id=TENANT,
+            run_id=RUN,
+            command_id="cmd-1",
+            resource=None,
+            seen_version=None,
+            authorization=None,
+            now=T0,
+            definition=definition,
+        )
+
+    assert claim(("incident_response", "1")).status is ClaimStatus.CLAIMED
+    for gone in (("incident_response", "2"), ("another_workflow", "1")):
+        refused = claim(gone)
+        assert (refused.status, refused.run_definition) == (ClaimStatus.RETIRED, ("incident_response", "1"))
+    store_env.client.update_item(  # a run stored before definitions were stored
+        TableName=store_env.table,
+        Key={"pk": {"S": f"T#{TENANT}#WF#{RUN}"}, "sk": {"S": "STATE"}},
+        UpdateExpression="REMOVE #definition",
+        ExpressionAttributeNames={"#definition": "definition"},
+    )
+    assert claim(("incident_response", "2")).status is ClaimStatus.CLAIMED
 
 
 # ================================================================== EventBridgeBus

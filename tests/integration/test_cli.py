@@ -48,6 +48,35 @@ def test_local_run_reports_where_every_input_ended(
     assert "3 applied, 1 denied, 1 duplicate, 2 quarantined" in capsys.readouterr().out
 
 
+def test_local_run_redeploys_between_two_batches_of_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = tmp_path / "later.jsonl"
+    incident = json.loads(EVENTS.read_text().splitlines()[2])
+    direct = json.loads(EVENTS.read_text().splitlines()[4])
+    later.write_text(
+        json.dumps({**incident, "id": "evt-latency-after"})
+        + "\n"
+        + json.dumps({**direct, "id": "ce-crm-9"})
+        + "\n"
+    )
+    report_path = tmp_path / "report.json"
+    argv = ["local", "run", "--events", str(EVENTS), "--seed-demo", "--environment", "production"]
+    argv += ["--redeploy", "Workflows=intentbus.workflows.direct_tool", "--then-events", str(later)]
+
+    assert main([*argv, "--report", str(report_path)]) == 0
+
+    report = json.loads(report_path.read_text())
+    before = {item["line"]: item for item in report["before_redeploy"]["inputs"]}
+    assert (before[3]["bucket"], before[3]["reason"]) == ("waiting", "AWAITING_APPROVAL")
+    after = report["after_redeploy"]["inputs"]
+    assert [item["bucket"] for item in after] == ["quarantined", "applied"]
+    assert after[0]["reason"] == "unknown type 'ServiceLatencyIncreased': no registered workflow declares it"
+    out = capsys.readouterr().out
+    assert "redeployed: Workflows=intentbus.workflows.direct_tool" in out
+    assert "after the redeploy: line 2: applied" in out
+
+
 @pytest.fixture
 def ingress(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
     """A moto ingress bus named by $INGRESS_BUS_NAME, with a rule sending everything to one queue."""
@@ -156,6 +185,14 @@ def test_schema_export_writes_one_schema_per_type(tmp_path: Path) -> None:
     [
         (["frobnicate"], "intentbus: argument command: invalid choice: 'frobnicate'"),
         (["local", "run"], "intentbus local run: the following arguments are required: --events"),
+        (
+            ["local", "run", "--events", "e.jsonl", "--redeploy", "Workflows"],
+            "intentbus local run: argument --redeploy: expected NAME=VALUE, got 'Workflows'",
+        ),
+        (
+            ["local", "run", "--events", "e.jsonl", "--then-events", "f.jsonl"],
+            "intentbus: --then-events needs --redeploy or --redeploy-template",
+        ),
         (
             ["emit", "missing.jsonl", "--bus", "b"],
             "intentbus: [Errno 2] No such file or directory: 'missing.jsonl'",

@@ -239,7 +239,7 @@ def test_another_tenant_or_the_proposer_is_forbidden_and_recorded(
     assert DEPLOYS == []
 
 
-def test_a_run_waiting_across_a_new_definition_version_resumes(
+def test_a_run_waiting_across_a_new_definition_version_fails_with_the_reason_and_runs_nothing(
     waiting: tuple[InMemoryPipeline, Approval],
 ) -> None:
     pipeline, approval = waiting
@@ -251,8 +251,11 @@ def test_a_run_waiting_across_a_new_definition_version_resumes(
     )
     assert decide(upgraded, approval).answer is Answer.APPROVED
     state = upgraded.store.states[(TENANT, "run-1")]
-    assert (state.status, state.definition_version) == (Status.COMPLETED, "1")
-    assert DEPLOYS == ["api@2.0"]
+    assert (state.status, state.definition_version) == (Status.FAILED, "1")
+    assert state.reason == (
+        "the run started under version '1' of workflow 'release'; this deployment has version '2' only"
+    )
+    assert DEPLOYS == []
 
 
 def test_an_approval_before_its_request_was_published_is_applied_once() -> None:

@@ -140,6 +140,25 @@ def test_a_paused_run_is_listed_with_what_paused_it_and_its_spend(paused: InMemo
 # ---------------------------------------------------------------------- resume
 
 
+def test_a_paused_run_whose_workflow_a_redeploy_removed_can_be_cancelled_not_resumed(
+    paused: InMemoryPipeline,
+) -> None:
+    redeployed = InMemoryPipeline(
+        Catalog([pingpong_workflow.relay]), store=paused.store, bus=paused.bus, clock=paused.clock
+    )
+    before = run(redeployed)
+
+    refused = resume(redeployed, BudgetOverride(max_depth=LIMIT + 2))
+
+    assert (refused.answer, refused.http_status) == (Answer.CONFLICT, 409)
+    assert refused.reason == (
+        "workflow 'ping_pong' is not registered in this deployment: it cannot be resumed; cancel it"
+    )
+    assert run(redeployed) == before
+    assert cancel(redeployed).answer is Answer.CANCELLED
+    assert run(redeployed).status is Status.CANCELLED
+
+
 def test_resume_decides_the_paused_input_once_and_the_run_goes_on_to_its_raised_limit(
     paused: InMemoryPipeline,
 ) -> None:

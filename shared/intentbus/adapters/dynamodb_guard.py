@@ -1,12 +1,13 @@
 """The execution guard on the workflow table: one TransactWriteItems per command, before its tool runs.
 
-It checks the run exists and has not ended, that the command's authorization is recorded with this
-fact's digest (an ALLOW verdict or an approver's decision wrote it), and, for a command that names a
-resource, moves the resource item from the version the command was authorized at to the next one. Of
-commands authorized at one version only the first to claim runs; the rest find the version moved and
-are conflicts. A claim by the same command again (a retry after a crash) passes, so a holder that died
-never blocks its resource: there is nothing to release, and a command authorized after the claim reads
-the new version.
+It checks the run exists, has not ended and was started under the workflow definition the command's
+tool belongs to (a run stored before definitions were stored passes), that the command's authorization
+is recorded with this fact's digest (an ALLOW verdict or an approver's decision wrote it), and, for a
+command that names a resource, moves the resource item from the version the command was authorized at
+to the next one. Of commands authorized at one version only the first to claim runs; the rest find the
+version moved and are conflicts. A claim by the same command again (a retry after a crash) passes, so
+a holder that died never blocks its resource: there is nothing to release, and a command authorized
+after the claim reads the new version.
 """
 
 from __future__ import annotations
@@ -39,21 +40,29 @@ class DynamoExecutionGuard:
         seen_version: int | None,
         authorization: str | None,
         now: datetime,
+        definition: tuple[str, str] | None = None,
     ) -> Claim:
         ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
         pk = {"S": run_pk(tenant_id, run_id)}
-        actions: list[dict[str, Any]] = [
-            {
-                "ConditionCheck": {
-                    "TableName": self._table,
-                    "Key": {"pk": pk, "sk": {"S": STATE_SK}},
-                    "ConditionExpression": f"attribute_exists(pk) AND NOT (#status IN ({', '.join(ended)}))",
-                    "ExpressionAttributeNames": {"#status": "status"},
-                    "ExpressionAttributeValues": ended,
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-        ]
+        run_check: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": {"pk": pk, "sk": {"S": STATE_SK}},
+            "ConditionExpression": f"attribute_exists(pk) AND NOT (#status IN ({', '.join(ended)}))",
+            "ExpressionAttributeNames": {"#status": "status"},
+            "ExpressionAttributeValues": ended,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if definition is not None:
+            run_check["ConditionExpression"] += (
+                " AND #workflow = :workflow"
+                " AND (attribute_not_exists(#definition) OR #definition = :definition)"
+            )
+            run_check["ExpressionAttributeNames"] |= {"#workflow": "workflow", "#definition": "definition"}
+            run_check["ExpressionAttributeValues"] |= {
+                ":workflow": {"S": definition[0]},
+                ":definition": {"S": definition[1]},
+            }
+        actions: list[dict[str, Any]] = [{"ConditionCheck": run_check}]
         if authorization is not None:
             actions.append(
                 {
@@ -101,10 +110,7 @@ class DynamoExecutionGuard:
             if authorization is not None and len(failed) > 1 and failed[1]:
                 return Claim(ClaimStatus.NOT_AUTHORIZED)
             if failed and failed[0]:
-                status = reasons[0].get("Item", {}).get("status", {}).get("S")
-                return Claim(
-                    ClaimStatus.RUN_ENDED if status else ClaimStatus.NOT_AUTHORIZED, run_status=status
-                )
+                return _run_refused(reasons[0].get("Item", {}))
             if len(failed) > checked and failed[checked]:
                 holder = reasons[checked].get("Item", {}).get("holder", {}).get("S")
                 return Claim(ClaimStatus.CONFLICT, holder=holder)
@@ -121,3 +127,14 @@ class DynamoExecutionGuard:
         if item is None:
             return False
         return WorkflowState.model_validate_json(item["state"]["S"]).checks == LEGACY_CHECKS
+
+
+def _run_refused(item: dict[str, Any]) -> Claim:
+    """Why the run's check failed, from the state item as it was: none, ended, or another definition."""
+    status = item.get("status", {}).get("S")
+    if status is None:
+        return Claim(ClaimStatus.NOT_AUTHORIZED)
+    if status in {ended.value for ended in TERMINAL}:
+        return Claim(ClaimStatus.RUN_ENDED, run_status=status)
+    started_under = (item.get("workflow", {}).get("S", ""), item.get("definition", {}).get("S", ""))
+    return Claim(ClaimStatus.RETIRED, run_status=status, run_definition=started_under)

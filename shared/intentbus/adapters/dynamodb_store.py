@@ -51,6 +51,7 @@ def state_item(state: WorkflowState) -> dict[str, Any]:
         "version": _n(state.version),
         "status": _s(state.status.value),
         "workflow": _s(state.workflow),
+        "definition": _s(state.definition_version),
         "gsi1pk": _s(f"T#{state.tenant_id}#RUNS"),
         "gsi1sk": _s(f"{state.status.value}#{state.updated_at.isoformat()}#{state.run_id}"),
         "state": _s(state.model_dump_json()),

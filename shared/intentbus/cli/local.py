@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from intentbus.catalog import Catalog
+    from intentbus_local.cloud import LocalCloud, RunSummary
+    from intentbus_local.report import RunReport
 
 Mode = Literal["server", "inprocess"]
 
@@ -27,42 +33,99 @@ def run_events(
     environment: str,
     seed_demo: bool = False,
     built: Path | None = None,
+    redeploy: Mapping[str, str] | None = None,
+    redeploy_template: Path | None = None,
+    then_events: Path | None = None,
 ) -> int:
-    """``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``)."""
-    from intentbus.catalog import Catalog
+    """Emits ``events`` and runs until nothing is in flight. With ``redeploy`` (parameters) or
+    ``redeploy_template``, the stack is then redeployed with them, ``then_events`` are emitted and it runs
+    until idle again: whatever waits (approvals, reviews) crosses the redeploy. The report of the first
+    events is read at the very end, so it tells how their runs ended after the redeploy too.
+    ``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``)."""
     from intentbus.cli.emit import read_envelopes
     from intentbus_local import report as reporting
     from intentbus_local import seed
     from intentbus_local.cloud import LocalCloud
 
-    lines = list(read_envelopes(events))
+    first = list(read_envelopes(events))
+    later = list(read_envelopes(then_events)) if then_events is not None else []
+    redeploying = bool(redeploy) or redeploy_template is not None
     with LocalCloud(mode=mode, parameters={"Environment": environment}, built=built) as cloud:
         if seed_demo:
             seed.seed_service(cloud.clients)
             seed.seed_metrics(cloud.clients)
-        workflows = cloud.topology.functions["ValidateFunction"].environment["INTENTBUS_WORKFLOWS"]
-        sent = []
-        for number, envelope in lines:
-            source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
-            detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
-            (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
-                [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
-            )
-            sent.append((number, envelope, bus_event_id, source))
-        summary = cloud.run_until_idle(
-            max_invocations=20 * len(lines) + 100, deadline_seconds=600, raise_on_limit=False
-        )
-        result = reporting.build(cloud, Catalog.from_modules(workflows), sent)
-    for item in result.inputs:
-        where = f"{item.type or '?'} {item.event_id or ''}".strip()
-        print(f"line {item.line}: {item.bucket:<11} {where}" + (f" — {item.reason}" if item.reason else ""))
-    for workflow in result.workflows:
-        print(f"run {workflow['run_id']} ({workflow['workflow']}): {workflow['status']}")
+        batches = [(_catalog(cloud), _emit(cloud, first))]
+        summary = _run(cloud, len(first))
+        if redeploying:
+            cloud.redeploy(parameters=redeploy, template=redeploy_template)
+            print(f"redeployed: {_describe(redeploy, redeploy_template)}")
+            batches.append((_catalog(cloud), _emit(cloud, later)))
+            summary = _run(cloud, len(first) + len(later))
+        results = [reporting.build(cloud, catalog, sent) for catalog, sent in batches]
+    counts = _print_report(results, summary)
+    if report is not None:
+        if len(results) == 1:
+            reporting.write(results[0], report)
+        else:
+            before, after = (json.loads(result.to_json()) for result in results)
+            both = {"before_redeploy": before, "after_redeploy": after}
+            report.write_text(json.dumps(both, indent=2, sort_keys=True) + "\n")
+    return 0 if summary.idle and "lost" not in counts else 1
+
+
+def _print_report(results: list[RunReport], summary: RunSummary) -> dict[str, int]:
+    """Where each input ended, then each run; returns the count of inputs per bucket."""
+    for title, result in zip(("", "after the redeploy: "), results, strict=False):
+        for item in result.inputs:
+            where = f"{item.type or '?'} {item.event_id or ''}".strip()
+            reason = f" — {item.reason}" if item.reason else ""
+            print(f"{title}line {item.line}: {item.bucket:<11} {where}{reason}")
+    runs = {(w["tenant_id"], w["run_id"]): w for result in results for w in result.workflows}
+    for workflow in runs.values():
+        reason = f" — {workflow['reason']}" if workflow.get("reason") else ""
+        print(f"run {workflow['run_id']} ({workflow['workflow']}): {workflow['status']}{reason}")
+    counts: dict[str, int] = {}
+    for result in results:
+        for bucket, count in result.counts.items():
+            counts[bucket] = counts.get(bucket, 0) + count
     print(
-        ", ".join(f"{count} {bucket}" for bucket, count in sorted(result.counts.items()))
+        ", ".join(f"{count} {bucket}" for bucket, count in sorted(counts.items()))
         + f"; {summary.total_invocations} invocations"
         + ("" if summary.idle else f"; NOT IDLE: {summary.stop_reason}")
     )
-    if report is not None:
-        reporting.write(result, report)
-    return 0 if summary.idle and "lost" not in result.counts else 1
+    return counts
+
+
+def _catalog(cloud: LocalCloud) -> Catalog:
+    """The workflows the stack registers now (the validate function's, as the template resolves it)."""
+    from intentbus.catalog import Catalog
+
+    validate = cloud.topology.functions["ValidateFunction"]
+    return Catalog.from_modules(validate.environment["INTENTBUS_WORKFLOWS"])
+
+
+Sent = list[tuple[int, dict[str, Any], str, str]]
+"""(line, envelope, bus event id, source) of every input emitted."""
+
+
+def _emit(cloud: LocalCloud, lines: list[tuple[int, dict[str, Any]]]) -> Sent:
+    sent: Sent = []
+    for number, envelope in lines:
+        source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
+        detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
+        (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
+            [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
+        )
+        sent.append((number, envelope, bus_event_id, source))
+    return sent
+
+
+def _run(cloud: LocalCloud, inputs: int) -> RunSummary:
+    return cloud.run_until_idle(max_invocations=20 * inputs + 100, deadline_seconds=600, raise_on_limit=False)
+
+
+def _describe(parameters: Mapping[str, str] | None, template: Path | None) -> str:
+    said = [f"{name}={value}" for name, value in (parameters or {}).items()]
+    if template is not None:
+        said.append(f"template {template}")
+    return ", ".join(said)

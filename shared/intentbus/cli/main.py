@@ -87,6 +87,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="first create the demo's ECS service and the CloudWatch metrics the incident workflow reads",
     )
+    run.add_argument(
+        "--redeploy",
+        action="append",
+        type=_parameter,
+        default=[],
+        metavar="NAME=VALUE",
+        help="once the events ran, redeploy the stack with this parameter changed (repeatable)",
+    )
+    run.add_argument(
+        "--redeploy-template",
+        type=Path,
+        help="once the events ran, redeploy the stack with this template (its CodeUri paths from its folder)",
+    )
+    run.add_argument(
+        "--then-events", type=Path, help="events to emit after the redeploy (JSON lines, like --events)"
+    )
 
     from intentbus.cli import emit
 
@@ -168,6 +184,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.command == "demo":
         return local.demo(mode=args.mode, environment=args.environment, decision=args.decision)
+    if args.then_events is not None and not (args.redeploy or args.redeploy_template):
+        print("intentbus: --then-events needs --redeploy or --redeploy-template", file=sys.stderr)
+        return 2
     return local.run_events(
         args.events,
         report=args.report,
@@ -175,7 +194,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         environment=args.environment,
         seed_demo=args.seed_demo,
         built=args.built,
+        redeploy=dict(args.redeploy),
+        redeploy_template=args.redeploy_template,
+        then_events=args.then_events,
     )
+
+
+def _parameter(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not name or not equals:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
 
 
 def _approvals(args: argparse.Namespace) -> int:

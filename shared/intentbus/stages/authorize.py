@@ -31,6 +31,7 @@ from intentbus.stages.common import (
     require_recorded,
     typed_payload,
 )
+from intentbus.stages.retired import end_run, why_retired
 from intentbus.state import Status, WorkflowState, begin_step, new_run
 
 STAGE = "authorize"
@@ -75,12 +76,15 @@ class AuthorizeStage(Stage):
                 f"{command.type!r} is a {command.kind.value}, not a command", field="command.kind"
             )
         workflow = self.deps.catalog.owner(command.type)
-        if workflow is None or command.type not in workflow.commands:
-            raise MalformedInput(
-                f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
-            )
-        spec = workflow.commands[command.type]
-        arguments = typed_payload(spec.model, command, "detail.payload.command")
+        try:
+            if workflow is None or command.type not in workflow.commands:
+                raise MalformedInput(
+                    f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
+                )
+            spec = workflow.commands[command.type]
+            arguments = typed_payload(spec.model, command, "detail.payload.command")
+        except MalformedInput as error:
+            return self._undeclared(proposed, command, error)
         resource = spec.resource(arguments) if spec.resource is not None else None
         producers = _producers(proposed, command)
         snapshot = self.store.snapshot(
@@ -90,6 +94,10 @@ class AuthorizeStage(Stage):
             return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
         # The proposal must be what decide (or, for a command sent directly, validate) recorded.
         require_recorded(snapshot, proposed, producers)
+        retired = why_retired(self.deps, snapshot.state)
+        if retired is not None:
+            assert snapshot.state is not None
+            return self._end(proposed, command, snapshot.state, retired)
         now = self.deps.clock.now()
         state, is_new = self._run_for(snapshot.state, command, workflow, now)
         if state is None:
@@ -125,6 +133,50 @@ class AuthorizeStage(Stage):
             resource_version=snapshot.resource_version,
         )
         return self._apply(turn, verdict)
+
+    def _undeclared(self, proposed: Envelope, command: Envelope, error: MalformedInput) -> StageResult | None:
+        """A command this deployment cannot even read: malformed input, unless the pipeline recorded it
+        (then a redeploy changed the definitions under its run, which ends, or recorded stale)."""
+        producers = _producers(proposed, command)
+        snapshot = self.store.snapshot(
+            command.tenant_id, command.run_id, STAGE, proposed.id, proofs=producers
+        )
+        if snapshot.entry is not None:
+            return publish(self.deps, Outcome.DUPLICATE, proposed, snapshot.entry.outputs)
+        require_recorded(snapshot, proposed, producers)
+        state = snapshot.state
+        retired = why_retired(self.deps, state)
+        if retired is not None:
+            assert state is not None
+            return self._end(proposed, command, state, retired)
+        if state is not None and not state.terminal:
+            raise error
+        entry = LogEntry(
+            stage=STAGE,
+            input_id=proposed.id,
+            input_type=command.type,
+            outcome=Outcome.STALE,
+            at=self.deps.clock.now(),
+            version=0 if state is None else state.version,
+            summary={"reason": f"{error.reason}: not authorized", "command_id": command.id},
+        )
+        return commit_then_publish(
+            self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), proposed
+        )
+
+    def _end(
+        self, proposed: Envelope, command: Envelope, state: WorkflowState, reason: str
+    ) -> StageResult | None:
+        return end_run(
+            self.deps,
+            self.store,
+            stage=STAGE,
+            incoming=proposed,
+            input_id=proposed.id,
+            input_type=command.type,
+            state=state,
+            reason=reason,
+        )
 
     @staticmethod
     def _run_for(

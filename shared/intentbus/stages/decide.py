@@ -42,6 +42,7 @@ from intentbus.stages.common import (
     require_recorded,
     typed_payload,
 )
+from intentbus.stages.retired import end_run, why_retired
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 
 STAGE = "decide"
@@ -160,7 +161,32 @@ class DecideStage(Stage):
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, accepted, snapshot.entry.outputs)
         require_recorded(snapshot, accepted, producers)
+        now = self.deps.clock.now()
+        state = snapshot.state
+        retired = why_retired(self.deps, state)
+        if retired is not None:
+            assert state is not None
+            return end_run(
+                self.deps,
+                self.store,
+                stage=STAGE,
+                incoming=accepted,
+                input_id=accepted.id,
+                input_type=event.type,
+                state=state,
+                reason=retired,
+            )
         workflow = self.deps.catalog.owner(event.type)
+        if workflow is None and (state is None or state.terminal):
+            # Accepted before a redeploy dropped its workflow: recorded, never decided.
+            return self._record_only(
+                accepted=accepted,
+                event=event,
+                outcome=Outcome.STALE,
+                reason=f"no workflow in this deployment declares {event.type!r}: not decided",
+                now=now,
+                state=state,
+            )
         if workflow is None:
             raise MalformedInput(f"no workflow declares {event.type!r}", field="detail.payload.event.type")
         if event.kind is not Kind.EVENT or event.type not in workflow.events:
@@ -169,8 +195,6 @@ class DecideStage(Stage):
                 field="detail.payload.event.kind",
             )
         typed_payload(workflow.events[event.type].model, event, "detail.payload.event")
-        now = self.deps.clock.now()
-        state = snapshot.state
         step = workflow.steps.get(event.type)
         if step is None or step.agent is None:
             # An outcome no step follows (such as the run's last): recorded, nothing to decide.

@@ -26,7 +26,15 @@ from intentbus.ports import (
     OutcomeInDoubt,
 )
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, authorization_digest, publish, read_fact
+from intentbus.stages.common import (
+    Fact,
+    Stage,
+    StageDeps,
+    StageResult,
+    authorization_digest,
+    publish,
+    read_fact,
+)
 
 STAGE = "execute"
 
@@ -52,21 +60,24 @@ class ExecuteStage(Stage):
                     f"with a {fact.payload.verdict.effect.value} verdict",
                     field="detail.payload.verdict",
                 )
-            spec = self.deps.catalog.command(command.type)
-            if spec is None or command.idempotency_key is None:
-                raise MalformedInput(
-                    f"{command.type!r} is not a registered command with an idempotency key", field="command"
-                )
-            arguments = spec.model.model_validate(command.payload)
-        except ValidationError as error:
-            malformed = MalformedInput.from_validation(error, prefix="command.payload.")
-            return self.reject(malformed, body, message_id)
+            if command.idempotency_key is None:
+                raise MalformedInput(f"{command.type!r} has no idempotency key", field="command")
         except MalformedInput as error:
             return self.reject(error, body, message_id)
 
-        resource = spec.resource(arguments) if spec.resource is not None else None
+        spec = self.deps.catalog.command(command.type)
         workflow = self.deps.catalog.owner(command.type)
-        assert workflow is not None, "a registered command has an owning workflow"
+        if spec is None or workflow is None:
+            why = f"no workflow in this deployment declares the command {command.type!r}"
+            return self._not_run(fact, why, body, message_id)
+        try:
+            arguments = spec.model.model_validate(command.payload)
+        except ValidationError as error:
+            problem = MalformedInput.from_validation(error, prefix="command.payload.").reason
+            why = f"the command does not fit {command.type} of {workflow.name} v{workflow.version}: {problem}"
+            return self._not_run(fact, why, body, message_id)
+
+        resource = spec.resource(arguments) if spec.resource is not None else None
         attempt = _Attempt(
             self,
             fact.envelope,
@@ -81,17 +92,38 @@ class ExecuteStage(Stage):
         try:
             output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
         except KeyHeldByAnotherCommand:
-            forged = NotRecorded(
-                f"idempotency key {command.idempotency_key} of tenant {command.tenant_id} belongs to another "
-                "command",
-                field="detail.payload.command",
-            )
-            return self.reject(forged, body, message_id)
+            return self.reject(_key_held(command), body, message_id)
         except NotRecorded as error:  # raised inside the runner, so no result is stored for the key
             return self.reject(error, body, message_id)
         return publish(
             self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
         )
+
+    def _not_run(
+        self, fact: Fact[facts.CommandAuthorized], why: str, body: str, message_id: str | None
+    ) -> StageResult:
+        """A command this deployment has no tool for (a redeploy dropped or changed its workflow): once the
+        guard finds its authorization recorded, it is skipped with the reason, so record ends the run."""
+        incoming, command, seen_version = fact.envelope, fact.payload.command, fact.payload.resource_version
+        ran = False
+
+        def skip() -> dict[str, Any]:
+            nonlocal ran
+            ran = True
+            claim = _guarded_claim(self, incoming, command, resource=None, seen_version=seen_version)
+            reason = f"{why}: not run"
+            if claim.status is ClaimStatus.RUN_ENDED:
+                reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
+            skipped = facts.CommandSkipped(command=command, reason=reason)
+            return _follow(self, incoming, facts.COMMAND_SKIPPED, skipped)
+
+        try:
+            output = Envelope.model_validate(self.runner.run(command, skip))
+        except KeyHeldByAnotherCommand:
+            return self.reject(_key_held(command), body, message_id)
+        except NotRecorded as error:
+            return self.reject(error, body, message_id)
+        return publish(self.deps, Outcome.APPLIED if ran else Outcome.DUPLICATE, incoming, (output,))
 
 
 @dataclass
@@ -153,16 +185,22 @@ class _Attempt:
         """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not.
 
         A fact whose authorization the record does not hold is refused (``NotRecorded``), never run."""
-        claim = self._guarded(authorization_digest(self.incoming.id, self.command, self.seen_version))
-        if claim.status is ClaimStatus.NOT_AUTHORIZED and self.stage.guard.predates_authorizations(
-            self.command.tenant_id, self.command.run_id
-        ):
-            claim = self._guarded(None)  # a run started before authorizations were recorded
-        if claim.status is ClaimStatus.NOT_AUTHORIZED:
-            raise NotRecorded(
-                f"no authorization of command {self.command.id} matching this {self.incoming.type} is "
-                f"recorded for run {self.command.run_id} of tenant {self.command.tenant_id}",
-                field="detail.payload",
+        claim = _guarded_claim(
+            self.stage,
+            self.incoming,
+            self.command,
+            resource=self.resource,
+            seen_version=self.seen_version,
+            definition=(self.workflow.name, self.workflow.version),
+        )
+        if claim.status is ClaimStatus.RETIRED:
+            run_workflow, run_version = claim.run_definition or (self.workflow.name, "?")
+            mine = f"{self.workflow.name} v{self.workflow.version}"
+            why = self.stage.deps.catalog.retired(run_workflow, run_version) or (
+                f"the run is a {run_workflow} v{run_version} run, not {mine}"
+            )
+            return self._output(
+                facts.COMMAND_SKIPPED, facts.CommandSkipped(command=self.command, reason=f"{why}: not run")
             )
         if claim.status is ClaimStatus.RUN_ENDED:
             reason = f"the run had ended ({claim.run_status}) before {self.command.type} could run: not run"
@@ -185,17 +223,6 @@ class _Attempt:
             )
             return self._output(facts.COMMAND_CONFLICTED, conflicted)
         return None
-
-    def _guarded(self, authorization: str | None) -> Claim:
-        return self.stage.guard.claim(
-            tenant_id=self.command.tenant_id,
-            run_id=self.command.run_id,
-            command_id=self.command.id,
-            resource=self.resource,
-            seen_version=self.seen_version,
-            authorization=authorization,
-            now=self.stage.deps.clock.now(),
-        )
 
     def _after_unknown(self, error: Exception) -> dict[str, Any]:
         """A RECONCILE tool failed in a way that may have left its effect behind: check before any retry."""
@@ -241,11 +268,60 @@ class _Attempt:
             raise OutcomeInDoubt(f"reconciling {self.tool.name} failed: {error!r}") from error
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
-        return self.incoming.follow(
-            stage=STAGE,
-            type=fact_type,
-            kind=Kind.EVENT,
-            time=self.stage.deps.clock.now(),
-            source=facts.PIPELINE_SOURCE,
-            payload=payload.model_dump(mode="json"),
-        ).to_json_dict()
+        return _follow(self.stage, self.incoming, fact_type, payload)
+
+
+def _guarded_claim(
+    stage: ExecuteStage,
+    incoming: Envelope,
+    command: Envelope,
+    *,
+    resource: str | None,
+    seen_version: int | None,
+    definition: tuple[str, str] | None = None,
+) -> Claim:
+    """The guard's claim for the command this fact authorizes; a fact whose authorization the record
+    does not hold raises ``NotRecorded``. A run that predates recorded authorizations is checked by id."""
+
+    def claim(authorization: str | None) -> Claim:
+        return stage.guard.claim(
+            tenant_id=command.tenant_id,
+            run_id=command.run_id,
+            command_id=command.id,
+            resource=resource,
+            seen_version=seen_version,
+            authorization=authorization,
+            now=stage.deps.clock.now(),
+            definition=definition,
+        )
+
+    claimed = claim(authorization_digest(incoming.id, command, seen_version))
+    if claimed.status is ClaimStatus.NOT_AUTHORIZED and stage.guard.predates_authorizations(
+        command.tenant_id, command.run_id
+    ):
+        claimed = claim(None)
+    if claimed.status is ClaimStatus.NOT_AUTHORIZED:
+        raise NotRecorded(
+            f"no authorization of command {command.id} matching this {incoming.type} is "
+            f"recorded for run {command.run_id} of tenant {command.tenant_id}",
+            field="detail.payload",
+        )
+    return claimed
+
+
+def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Payload) -> dict[str, Any]:
+    return incoming.follow(
+        stage=STAGE,
+        type=fact_type,
+        kind=Kind.EVENT,
+        time=stage.deps.clock.now(),
+        source=facts.PIPELINE_SOURCE,
+        payload=payload.model_dump(mode="json"),
+    ).to_json_dict()
+
+
+def _key_held(command: Envelope) -> NotRecorded:
+    return NotRecorded(
+        f"idempotency key {command.idempotency_key} of tenant {command.tenant_id} belongs to another command",
+        field="detail.payload.command",
+    )

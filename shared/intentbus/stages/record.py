@@ -30,6 +30,7 @@ from intentbus.stages.common import (
     read_fact,
     require_recorded,
 )
+from intentbus.stages.retired import why_retired
 from intentbus.state import LEGACY_CHECKS, Status, WorkflowState, record_result, settle
 
 STAGE = "record"
@@ -109,8 +110,16 @@ class RecordStage(Stage):
             return commit_then_publish(
                 self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), incoming
             )
-        workflow = self.deps.catalog.workflow(state.workflow)
-        new_state, outputs, outcome, summary = self._transition(incoming, fact, workflow, state, now)
+        # An outcome that would move the run on needs its definition; denials, failures and unknown
+        # outcomes end or pause the run whatever the deployment holds.
+        moves_on = isinstance(fact, facts.CommandExecuted | facts.CommandSkipped)
+        retired = why_retired(self.deps, state) if moves_on else None
+        if retired is not None:
+            ended = settle(state, status=Status.FAILED, reason=retired, now=now)
+            new_state, outputs = ended, [self._ended(incoming, state.workflow, ended, now)]
+            outcome, summary = Outcome.APPLIED, {"reason": retired}
+        else:
+            new_state, outputs, outcome, summary = self._transition(incoming, fact, state, now)
         entry = LogEntry(
             stage=STAGE,
             input_id=incoming.id,
@@ -136,14 +145,14 @@ class RecordStage(Stage):
         return commit_then_publish(self.deps, self.store, commit, incoming)
 
     def _transition(
-        self, incoming: Envelope, fact: OutcomeFact, workflow: Workflow, state: WorkflowState, now: datetime
+        self, incoming: Envelope, fact: OutcomeFact, state: WorkflowState, now: datetime
     ) -> tuple[WorkflowState, list[Envelope], Outcome, dict[str, Any]]:
         command = fact.command
         if isinstance(fact, facts.CommandDenied):
             settled = settle(state, status=Status.DENIED, reason=fact.verdict.reason, now=now)
             return (
                 settled,
-                [self._ended(incoming, workflow, settled, now)],
+                [self._ended(incoming, state.workflow, settled, now)],
                 Outcome.DENIED,
                 {"reason": fact.verdict.reason},
             )
@@ -152,7 +161,7 @@ class RecordStage(Stage):
             settled = settle(state, status=Status.FAILED, reason=why, now=now)
             return (
                 settled,
-                [self._ended(incoming, workflow, settled, now)],
+                [self._ended(incoming, state.workflow, settled, now)],
                 Outcome.APPLIED,
                 {"reason": why},
             )
@@ -169,6 +178,7 @@ class RecordStage(Stage):
                 ),
             )
             return paused, [review], Outcome.PAUSED, {"reason": fact.reason}
+        workflow = self.deps.catalog.workflow(state.workflow)
         advanced = record_result(state, command_id=command.id, result=fact.result, now=now)
         if advanced.pending:
             return advanced, [], Outcome.APPLIED, {"waiting_for": list(advanced.pending)}
@@ -179,7 +189,7 @@ class RecordStage(Stage):
             settled = settle(state, status=Status.FAILED, reason=error.reason, now=now)
             return (
                 settled,
-                [self._ended(incoming, workflow, settled, now)],
+                [self._ended(incoming, state.workflow, settled, now)],
                 Outcome.APPLIED,
                 {"reason": error.reason},
             )
@@ -227,7 +237,7 @@ class RecordStage(Stage):
             raise MalformedInput.from_validation(error, prefix=f"{step.outcome}.") from None
 
     @staticmethod
-    def _ended(incoming: Envelope, workflow: Workflow, state: WorkflowState, now: datetime) -> Envelope:
+    def _ended(incoming: Envelope, workflow: str, state: WorkflowState, now: datetime) -> Envelope:
         return pipeline_fact(
             incoming,
             stage=STAGE,
@@ -235,7 +245,7 @@ class RecordStage(Stage):
             time=now,
             version=state.version,
             payload=facts.WorkflowFailed(
-                workflow=workflow.name, status=state.status.value, reason=state.reason or ""
+                workflow=workflow, status=state.status.value, reason=state.reason or ""
             ),
         )
 

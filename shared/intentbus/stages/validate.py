@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import ValidationError
 
 from intentbus import facts
 from intentbus.envelope import Envelope, Kind
@@ -21,6 +23,7 @@ from intentbus.journal import LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
+    ConcurrentUpdate,
     Stage,
     StageDeps,
     StageResult,
@@ -29,6 +32,7 @@ from intentbus.stages.common import (
     publish,
     require_recorded,
 )
+from intentbus.stages.retired import end_run, why_retired
 
 STAGE = "validate"
 
@@ -50,10 +54,10 @@ class ValidateStage(Stage):
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
             bus_event = parse_bus_event(body)
+            if bus_event.source == facts.WORKFLOW_SOURCE:
+                return self._domain_event(bus_event, body, message_id)
             envelope, _ = normalize(bus_event, self.deps.catalog.types)
             identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
-            if envelope.source == facts.WORKFLOW_SOURCE:
-                return self._domain_event(envelope, identity, body, message_id)
             account = bus_event.account or ""
             if not self.deps.producers.allows(
                 account=account,
@@ -69,10 +73,17 @@ class ValidateStage(Stage):
             return self.reject(error, body, message_id)
         return self._accept(envelope, identity)
 
-    def _domain_event(
-        self, envelope: Envelope, identity: str, body: str, message_id: str | None
-    ) -> StageResult:
-        """A workflow's outcome event re-enters here; only the one record published is accepted."""
+    def _domain_event(self, bus_event: EventBridgeModel, body: str, message_id: str | None) -> StageResult:
+        """A workflow's outcome event re-enters here; only the one record published is accepted.
+
+        One this deployment cannot read (a redeploy dropped or changed its workflow) is still checked
+        against record's entry: if record published it, its run ends with the reason."""
+        try:
+            envelope, _ = normalize(bus_event, self.deps.catalog.types)
+            unreadable = None
+        except MalformedInput as error:
+            envelope, unreadable = _as_published(bus_event, error), error
+        identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
         producers = [("record", envelope.causation_id or "")]
         snapshot = self.store.snapshot(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=producers)
         if snapshot.entry is not None:
@@ -81,6 +92,24 @@ class ValidateStage(Stage):
             require_recorded(snapshot, envelope, producers)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
+        retired = why_retired(self.deps, snapshot.state)
+        if retired is not None:
+            assert snapshot.state is not None
+            ended = end_run(
+                self.deps,
+                self.store,
+                stage=STAGE,
+                incoming=envelope,
+                input_id=identity,
+                input_type=envelope.type,
+                state=snapshot.state,
+                reason=retired,
+            )
+            if ended is None:
+                raise ConcurrentUpdate(f"run {envelope.run_id} changed under validate")
+            return ended
+        if unreadable is not None:
+            return self.reject(unreadable, body, message_id)
         return self._accept(envelope, identity)
 
     def _accept(self, envelope: Envelope, identity: str) -> StageResult:
@@ -124,3 +153,11 @@ class ValidateStage(Stage):
             source=facts.PIPELINE_SOURCE,
         )
         return followed.model_copy(update={"id": derive_id(identity, STAGE, 0)})
+
+
+def _as_published(bus_event: EventBridgeModel, unreadable: MalformedInput) -> Envelope:
+    """The domain event as record published it (its detail is the envelope), or the original error."""
+    try:
+        return Envelope.model_validate(bus_event.detail)
+    except ValidationError:
+        raise unreadable from None

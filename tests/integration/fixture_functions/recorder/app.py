@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,10 @@ PROBED_ENV = (
     "QUARANTINE_QUEUE_URL",
     "POWERTOOLS_SERVICE_NAME",
     "CRM_TABLE",
+    "INTENTBUS_WORKFLOWS",
 )
+SANDBOX = str(uuid.uuid4())
+"""Drawn at import: a new value means a cold start."""
 
 
 def _behaviour(record: Mapping[str, Any]) -> str:
@@ -54,6 +58,7 @@ def record_handler(record: SQSRecord) -> None:
             "account": event.account,
             "detail_type": event.detail_type,
             "env": {name: os.environ.get(name) for name in PROBED_ENV},
+            "sandbox": SANDBOX,
         }
     )
     logger.info("record", behaviour=behaviour, message_id=record.message_id)
