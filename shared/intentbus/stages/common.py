@@ -86,11 +86,12 @@ def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
     try:
         envelope = Envelope.model_validate(bus_event.detail)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix="detail.") from None
+        raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
+    model = models[bus_event.detail_type]
     try:
-        payload = models[bus_event.detail_type].model_validate(envelope.payload)
+        payload = model.model_validate(envelope.payload)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix="detail.payload.") from None
+        raise MalformedInput.from_validation(error, model, prefix="detail.payload.") from None
     if envelope.type != bus_event.detail_type:
         raise MalformedInput(
             f"detail-type {bus_event.detail_type!r} does not match the envelope's type {envelope.type!r}",
@@ -127,7 +128,7 @@ def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -
     try:
         return spec_model.model_validate(envelope.payload)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix=f"{where}.payload.") from None
+        raise MalformedInput.from_validation(error, spec_model, prefix=f"{where}.payload.") from None
 
 
 def quarantined(

@@ -389,14 +389,16 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
 def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
     spec = workflow.commands.get(proposed.type)
     if spec is None:
+        # Not named: it is the agent's own text, and a reason is logged.
         raise MalformedInput(
-            f"the agent proposed {proposed.type!r}, which workflow {workflow.name!r} does not declare",
+            f"the agent proposed a command type of {len(proposed.type)} characters, which workflow "
+            f"{workflow.name!r} does not declare",
             field="decision.commands",
         )
     try:
         return spec.model.model_validate(proposed.payload).model_dump(mode="json")
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix=f"decision.{proposed.type}.") from None
+        raise MalformedInput.from_validation(error, spec.model, prefix=f"decision.{proposed.type}.") from None
 
 
 def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int) -> Envelope:

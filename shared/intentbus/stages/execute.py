@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from intentbus import facts
 from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError, Workflow
@@ -26,7 +26,15 @@ from intentbus.ports import (
     OutcomeInDoubt,
 )
 from intentbus.registry import Payload
-from intentbus.stages.common import Stage, StageDeps, StageResult, authorization_digest, publish, read_fact
+from intentbus.stages.common import (
+    Stage,
+    StageDeps,
+    StageResult,
+    authorization_digest,
+    publish,
+    read_fact,
+    typed_payload,
+)
 
 STAGE = "execute"
 
@@ -57,10 +65,7 @@ class ExecuteStage(Stage):
                 raise MalformedInput(
                     f"{command.type!r} is not a registered command with an idempotency key", field="command"
                 )
-            arguments = spec.model.model_validate(command.payload)
-        except ValidationError as error:
-            malformed = MalformedInput.from_validation(error, prefix="command.payload.")
-            return self.reject(malformed, body, message_id)
+            arguments = typed_payload(spec.model, command, "command")
         except MalformedInput as error:
             return self.reject(error, body, message_id)
 
