@@ -132,9 +132,23 @@ def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -
 
 
 def quarantined(
-    deps: StageDeps, stage: str, error: MalformedInput, body: str, message_id: str | None
+    deps: StageDeps,
+    stage: str,
+    error: MalformedInput,
+    body: str,
+    message_id: str | None,
+    *,
+    raw_output: str | None = None,
 ) -> StageResult:
-    deps.quarantine.put(stage=stage, reason=error.reason, field=error.field, body=body, message_id=message_id)
+    """``raw_output``: a model's output, kept in the record apart from the reason (never logged)."""
+    deps.quarantine.put(
+        stage=stage,
+        reason=error.reason,
+        field=error.field,
+        body=body,
+        message_id=message_id,
+        raw_output=raw_output,
+    )
     return StageResult(
         outcome=Outcome.QUARANTINED, reason=error.reason, forged=isinstance(error, NotRecorded)
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,6 +26,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.model_output import RawOutput
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -38,6 +38,7 @@ from intentbus.stages.common import (
     commit_then_publish,
     log_only,
     publish,
+    quarantined,
     read_fact,
     require_recorded,
     typed_payload,
@@ -86,23 +87,27 @@ class _Turn:
         )
 
 
-RAW_OUTPUT_CHARS = 3000
-"""How much of the agent's raw output a quarantine reason carries (the queue keeps 4,096 characters)."""
+WHY_CHARS = 3000
+"""How much of the validation errors a quarantine reason carries (the queue keeps 4,096 characters), so
+that the raw output's size and hash after them always fit."""
 
 
 class RejectedDecision(MalformedInput):
     """The agent's output stayed invalid (after one repair, for a model): quarantined with its output.
 
     The quarantine record's body stays the input message, so it can be redriven as it is once the
-    agent is fixed; the reason carries why and the raw output of each attempt (cut to fit), and the
-    whole output is logged.
+    agent is fixed. The reason (logged, traced, listed) carries the validation errors and the raw
+    output's size and sha256, never its text: ``raw_output`` (every attempt's output, as JSON) goes
+    only into the quarantine record's field of that name.
     """
 
     def __init__(self, why: str, *, field: str | None, agent: str, attempts: list[MalformedDecision]) -> None:
-        raw = json.dumps([attempt.raw for attempt in attempts], ensure_ascii=False, default=str)
-        if len(raw) > RAW_OUTPUT_CHARS:
-            raw = raw[:RAW_OUTPUT_CHARS] + f"... ({len(raw)} characters in all)"
-        super().__init__(f"{why} | raw output: {raw}", field=field)
+        self.raw_output = RawOutput.of([attempt.raw for attempt in attempts])
+        if len(why) > WHY_CHARS:
+            why = why[:WHY_CHARS] + "..."
+        super().__init__(
+            f"{why} | raw output of {len(attempts)} attempt(s): {self.raw_output.summary()}", field=field
+        )
         self.agent = agent
         self.attempts = attempts
 
@@ -146,10 +151,12 @@ class DecideStage(Stage):
                 extra={
                     "agent": error.agent,
                     "reason": error.reason,
-                    "attempts": [{"reason": a.reason, "raw": a.raw} for a in error.attempts],
+                    "field": error.field,
+                    "attempts": [{"reason": a.reason, "field": a.field} for a in error.attempts],
+                    **error.raw_output.log_fields(),
                 },
             )
-            return self.reject(error, body, message_id)
+            return quarantined(self.deps, STAGE, error, body, message_id, raw_output=error.raw_output.text)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
         raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
