@@ -148,8 +148,13 @@ def test_two_invalid_repairs_leave_the_event_in_quarantine() -> None:
 
     with pytest.raises(RepairFailed) as caught:
         repair_quarantined(record, ScriptedRepairer(unhelpful), types=CATALOG.types, submit=submitted)
-    assert str(caught.value) == "still invalid after 2 repair attempts: payload.amount: Field required"
+    answers = caught.value.raw_output
+    assert str(caught.value) == (
+        f"still invalid after 2 repair attempts (the last: payload.amount); the answers: {answers.summary()}"
+    )
     assert [a["reason"] for a in caught.value.attempts] == ["no tool call", "payload.amount: Field required"]
+    first, second = json.loads(answers.text)
+    assert (first, second["payload"]) == ({"text": "I cannot fix this"}, {"order_id": "o-1"})
     assert submitted == []
 
 
@@ -160,8 +165,9 @@ def test_a_repair_cannot_move_the_event_to_another_tenant() -> None:
     def hijack(request: RepairRequest) -> Mapping[str, Any]:
         return {**fix_amount(request), "tenant_id": "victim"}
 
-    with pytest.raises(RepairFailed, match="the repair changed tenant_id from 'acme'"):
+    with pytest.raises(RepairFailed) as caught:
         repair_quarantined(record, ScriptedRepairer(hijack), types=CATALOG.types, submit=Submitted())
+    assert caught.value.attempts[-1]["reason"] == "the repair changed tenant_id from 'acme': it may not"
 
 
 def test_a_body_that_was_not_json_can_be_repaired_whole() -> None:
