@@ -110,7 +110,23 @@ SCHEMA_ONLY_MESSAGES = frozenset(
     }
 )
 """Error types whose message is made only of the schema's terms (limits, patterns, expected values,
-class names) and counts, never of the input. Any other type, a custom one included, is told by its type."""
+class names) and counts, never of the input."""
+
+WITHOUT_DETAIL = {
+    "date_from_datetime_parsing": "Input should be a valid date or datetime",
+    "date_parsing": "Input should be a valid date in the format YYYY-MM-DD",
+    "datetime_from_date_parsing": "Input should be a valid datetime or date",
+    "datetime_parsing": "Input should be a valid datetime",
+    "json_invalid": "Invalid JSON",
+    "time_delta_parsing": "Input should be a valid timedelta",
+    "time_parsing": "Input should be in a valid time format",
+    "url_parsing": "Input should be a valid URL",
+    "url_syntax_violation": "Input violated strict URL syntax rules",
+    "uuid_parsing": "Input should be a valid UUID",
+}
+"""Error types whose message is this text and then a parser's detail, which may quote the input: told by
+the text alone. Any type in neither set, a validator's own ``ValueError`` or a custom type included,
+is told by its type: ``invalid (value_error)``."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +149,9 @@ def problems(error: ValidationError, model: type[BaseModel]) -> list[Problem]:
 
 
 def _message(error_type: str, message: str) -> str:
-    return message if error_type in SCHEMA_ONLY_MESSAGES else f"invalid ({error_type})"
+    if error_type in SCHEMA_ONLY_MESSAGES:
+        return message
+    return WITHOUT_DETAIL.get(error_type, f"invalid ({error_type})")
 
 
 def _location(model: type[BaseModel], loc: Sequence[str | int]) -> tuple[str | int, ...]:

@@ -4,13 +4,14 @@ input is a producer's event or a model's answer (intentbus.validation_errors).""
 from __future__ import annotations
 
 import string
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from intentbus.errors import MalformedInput
-from intentbus.validation_errors import KEY, SCHEMA_ONLY_MESSAGES, problems
+from intentbus.validation_errors import KEY, SCHEMA_ONLY_MESSAGES, WITHOUT_DETAIL, problems
 
 CARD = "4111 1111 1111 1111"
 TOKEN = "sk_live_9fQ2xR7mTz4LbW1c"
@@ -105,7 +106,7 @@ def test_every_type_whose_message_is_kept_is_made_of_the_schema_s_terms_only() -
     """If pydantic changes a message template to quote the input, this fails before a reason leaks."""
     from pydantic_core._pydantic_core import list_all_errors
 
-    templates = {item["type"]: item["message_template_python"] for item in list_all_errors()}
+    templates: dict[str, str] = {item["type"]: item["message_template_python"] for item in list_all_errors()}
     schema_terms = {
         "class",
         "class_name",
@@ -132,3 +133,20 @@ def test_every_type_whose_message_is_kept_is_made_of_the_schema_s_terms_only() -
         assert error_type in templates, f"pydantic has no error type {error_type}"
         fields = {name for _, name, _, _ in string.Formatter().parse(templates[error_type]) if name}
         assert fields <= schema_terms, (error_type, templates[error_type])
+    for error_type, text in WITHOUT_DETAIL.items():
+        (first, *_) = string.Formatter().parse(templates[error_type])
+        assert first[0].rstrip(":, ") == text, (error_type, templates[error_type])
+
+
+def test_a_parser_s_detail_is_left_out_and_its_message_kept() -> None:
+    """The attack: a time that is not one, holding a card number; the parser's detail is not repeated."""
+
+    class Timed(BaseModel):
+        at: datetime
+
+    with pytest.raises(ValidationError) as caught:
+        Timed.model_validate({"at": CARD})
+
+    (told,) = problems(caught.value, Timed)
+    assert (told.where(), told.message) == ("at", WITHOUT_DETAIL[caught.value.errors()[0]["type"]])
+    assert caught.value.errors()[0]["msg"].startswith(f"{told.message}, ")
