@@ -195,10 +195,20 @@ class RecordingBus:
 class ListQuarantine:
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    def put(self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None) -> None:
-        self.records.append(
-            {"stage": stage, "reason": reason, "field": field, "body": body, "message_id": message_id}
-        )
+    def put(
+        self,
+        *,
+        stage: str,
+        reason: str,
+        field: str | None,
+        body: str,
+        message_id: str | None,
+        raw_output: str | None = None,
+    ) -> None:
+        record = {"stage": stage, "reason": reason, "field": field, "body": body, "message_id": message_id}
+        if raw_output is not None:
+            record["raw_output"] = raw_output
+        self.records.append(record)
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from intentbus.validation_errors import problems
 
 
 class MalformedInput(Exception):
@@ -14,17 +16,20 @@ class MalformedInput(Exception):
         self.field = field
 
     @classmethod
-    def from_validation(cls, error: ValidationError, *, prefix: str = "") -> MalformedInput:
-        """Names the first offending field, e.g. ``payload.desired_count: Input should be ...``."""
-        first = error.errors(include_url=False)[0]
-        location = ".".join(str(part) for part in first["loc"])
-        field = f"{prefix}{location}" if location else prefix.rstrip(".") or None
-        problems = "; ".join(
-            f"{prefix}{'.'.join(str(part) for part in item['loc'])}: {item['msg']}".strip()
-            for item in error.errors(include_url=False)[:5]
+    def from_validation(
+        cls, error: ValidationError, model: type[BaseModel], *, prefix: str = ""
+    ) -> MalformedInput:
+        """Names the first offending field, e.g. ``payload.desired_count: Input should be ...``.
+
+        Told without the input (``intentbus.validation_errors``): the reason is logged and traced, and
+        the input may be a model's answer or a producer's sensitive field."""
+        found = problems(error, model)
+        told = "; ".join(
+            f"{where}: {problem.message}" if (where := problem.where(prefix)) else problem.message
+            for problem in found[:5]
         )
-        more = error.error_count() - 5
-        return cls(problems + (f" (and {more} more)" if more > 0 else ""), field=field)
+        more = len(found) - 5
+        return cls(told + (f" (and {more} more)" if more > 0 else ""), field=found[0].where(prefix) or None)
 
 
 NOT_RECORDED = "not recorded by the pipeline"

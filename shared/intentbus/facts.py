@@ -46,8 +46,10 @@ class CommandProposed(Payload):
     decision_id: str
     agent: str | None = None
     """``None`` when another system sent the command directly."""
-    rationale: str = ""
-    evidence: dict[str, Any] = Field(default_factory=dict)
+    # The agent's own words, which may echo anything the event held: kept in the run's log and shown to
+    # approvers, never written to a log line (sensitive: the type registry redacts them).
+    rationale: str = Field(default="", json_schema_extra={"sensitive": True})
+    evidence: dict[str, Any] = Field(default_factory=dict, json_schema_extra={"sensitive": True})
     confidence: float | None = None
 
 

@@ -11,7 +11,9 @@ Telemetry per record (see intentbus.telemetry): one X-Ray subsegment ``## <stage
 annotated with stage, outcome, tenant, run, event type and trace id (its ids and version as
 metadata); every log line written while the record is processed carries its trace, run, event,
 tenant and stage ids; EMF metrics with a ``stage`` dimension count it (processed, per outcome,
-failed) and time it. Payloads are logged only at DEBUG, redacted by the type registry.
+failed) and time it. Payloads are logged only at DEBUG, redacted by the type registry; a reason
+never holds a model's output (a refused answer's is kept in the quarantine record's ``raw_output``,
+see intentbus.model_output) nor the input a validation error refused (intentbus.validation_errors).
 """
 
 from __future__ import annotations

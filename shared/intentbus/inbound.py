@@ -90,7 +90,7 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     try:
         return EventBridgeModel.model_validate(raw)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error) from None
+        raise MalformedInput.from_validation(error, EventBridgeModel) from None
 
 
 def _from_cloudevents(detail: dict[str, Any]) -> dict[str, Any]:
@@ -164,11 +164,11 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     try:
         envelope = Envelope.model_validate(fields)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error) from None
+        raise MalformedInput.from_validation(error, Envelope) from None
     try:
         payload = spec.model.model_validate(envelope.payload)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix="payload.") from None
+        raise MalformedInput.from_validation(error, spec.model, prefix="payload.") from None
     update: dict[str, Any] = {"payload": payload.model_dump(mode="json")}
     if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:
         update["idempotency_key"] = idempotency_key(envelope.run_id, envelope.step_index, update["payload"])

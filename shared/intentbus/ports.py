@@ -97,8 +97,17 @@ class Bus(Protocol):
 
 class Quarantine(Protocol):
     def put(
-        self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None
-    ) -> None: ...
+        self,
+        *,
+        stage: str,
+        reason: str,
+        field: str | None,
+        body: str,
+        message_id: str | None,
+        raw_output: str | None = None,
+    ) -> None:
+        """``raw_output``: a model's output (decide), kept apart from the reason, which is logged."""
+        ...
 
 
 class OutcomeInDoubt(Exception):

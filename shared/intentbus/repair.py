@@ -26,6 +26,7 @@ from intentbus.envelope import Envelope
 from intentbus.errors import MalformedInput, PublishError
 from intentbus.ids import derive_id
 from intentbus.inbound import normalize, parse_bus_event
+from intentbus.model_output import RawOutput
 from intentbus.registry import TypeRegistry, UnknownType
 
 if TYPE_CHECKING:
@@ -162,13 +163,24 @@ class Resubmitted:
 
 
 class RepairFailed(Exception):
-    """The repairer's answers were still invalid (or it gave none); the message stays in quarantine."""
+    """The repairer's answers were still invalid (or it gave none); the message stays in quarantine.
 
-    def __init__(self, reason: str, attempts: list[dict[str, Any]]) -> None:
+    Its message, which a caller may well log, names the last attempt's field and the answers' size and
+    sha256 (``RawOutput`` of the attempts' ``raw``), never their text: validating a model's answer can
+    quote it (its ``source``, its ``type``). ``attempts`` holds the errors and the answers, for a person.
+    """
+
+    def __init__(self, attempts: list[dict[str, Any]]) -> None:
+        self.raw_output = RawOutput.of([attempt["raw"] for attempt in attempts])
+        where = attempts[-1].get("field") or "no field named"
+        reason = (
+            f"still invalid after {len(attempts)} repair attempts (the last: {where}); "
+            f"the answers: {self.raw_output.summary()}"
+        )
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
-        """Each attempt's error and raw answer, for a person to look at."""
+        """Each attempt's ``reason``, ``field`` and raw answer (``raw``): the model's text, not for logs."""
 
 
 def repair_quarantined(
@@ -211,7 +223,7 @@ def repair_quarantined(
         try:
             detail = dict(repairer.repair_input(request))
         except MalformedDecision as refused:
-            attempts.append({"reason": refused.reason, "raw": refused.raw})
+            attempts.append({"reason": refused.reason, "field": refused.field, "raw": refused.raw})
             reason, field_name = refused.reason, refused.field
             continue
         try:
@@ -224,9 +236,7 @@ def repair_quarantined(
             continue
         submit(entry)
         return Resubmitted(envelope=envelope, entry=entry, original_id=original_id, attempts=attempt)
-    raise RepairFailed(
-        f"still invalid after {REPAIR_ATTEMPTS} repair attempts: {attempts[-1]['reason']}", attempts
-    )
+    raise RepairFailed(attempts)
 
 
 def _record(message: Quarantined | Mapping[str, Any] | str) -> Quarantined:

@@ -24,6 +24,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.journal import LogEntry, Outcome, proof_key
 from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import StageResult
+from intentbus.validation_errors import KEY
 from intentbus.workflows import direct_tool, incident
 from intentbus_local.seed import latency_event
 from tests.fakes import InMemoryRunner, InMemoryStore, bus_body
@@ -495,13 +496,19 @@ def names_location(field_name: str, path: JsonPath, *, bases: Sequence[JsonPath]
 
     The field is read from one of ``bases`` (``detail.`` for validate, which names envelope fields
     relative to the envelope). Locations are compared as dotted strings, so a key holding a dot
-    cannot make two different paths look alike, or the same path look different.
+    cannot make two different paths look alike, or the same path look different. A field names a key
+    of the input that its schema does not name as ``<key>`` (it never repeats the input): that stands
+    for any key under the location before it.
     """
     for base_path in bases:
         base = _dotted(base_path)
         named = _canonical(f"{base}.{field_name}" if base else field_name, base)
         mutated_at = _canonical(_dotted(path), base)
-        if named == mutated_at or named.startswith(f"{mutated_at}.") or mutated_at.startswith(f"{named}."):
+        if KEY in named:
+            parent = named.split(KEY, 1)[0]
+            if mutated_at.startswith(parent) or parent.startswith(f"{mutated_at}."):
+                return True
+        elif named == mutated_at or named.startswith(f"{mutated_at}.") or mutated_at.startswith(f"{named}."):
             return True
     return False
 

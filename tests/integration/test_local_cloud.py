@@ -175,6 +175,7 @@ class TestOnOneStack:
             QueueUrl=topology.queues["QuarantineQueue"].url, AttributeNames=["All"]
         )
         assert int(quarantine["Attributes"]["MessageRetentionPeriod"]) == FOURTEEN_DAYS
+        assert quarantine["Attributes"]["SqsManagedSseEnabled"] == "true", "it keeps models' raw output"
 
         # moto must not run mappings itself (it would try Docker on every send): all deployed disabled.
         mappings = shared_cloud.clients.lambda_().list_event_source_mappings()["EventSourceMappings"]

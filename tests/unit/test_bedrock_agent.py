@@ -3,6 +3,7 @@ bedrock-runtime service model, and the responses have the shape Converse really 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any, cast
@@ -517,8 +518,12 @@ def test_still_malformed_after_the_repair_goes_to_quarantine_with_the_raw_output
     assert record["body"] == body  # redrivable as it is
     assert record["reason"].startswith("agent 'triage''s answer is still invalid after one repair attempt: ")
     assert reason in record["reason"]
-    raw = json.loads(record["reason"].split(" | raw output: ", 1)[1])
-    assert raw == [{"stopReason": stop, "message": {"role": "assistant", "content": answer}}] * 2
+    raw = [{"stopReason": stop, "message": {"role": "assistant", "content": answer}}] * 2
+    assert json.loads(record["raw_output"]) == raw  # kept apart from the reason, which is logged
+    kept = record["raw_output"].encode()
+    assert record["reason"].endswith(
+        f" | raw output of 2 attempt(s): {len(kept)} bytes, sha256 {hashlib.sha256(kept).hexdigest()}"
+    )
     assert pipeline.store.entries(TENANT, accepted.run_id)[-1].stage == "validate"  # nothing decided
     assert not [e for e in pipeline.bus.published if e.type == "CommandProposed"]
 

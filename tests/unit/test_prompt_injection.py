@@ -241,6 +241,6 @@ def test_a_scale_up_proposed_at_triage_is_refused_as_the_step_does_not_offer_it(
     assert [e.type for e in pipeline.bus.published] == [facts.EVENT_ACCEPTED]
     (quarantined,) = pipeline.quarantine.records
     assert quarantined["stage"] == "decide"
-    assert "scale_service: no such tool" in quarantined["reason"]  # the Bedrock adapter refuses it
+    assert "toolUse.name: no such tool" in quarantined["reason"]  # the Bedrock adapter refuses it
     assert not pipeline.store.approvals
     assert not pipeline.store.states

@@ -131,7 +131,8 @@ def test_a_repair_still_invalid_gets_one_more_attempt_with_the_validation_error(
     assert first.reason == record["reason"]
     assert first.payload_model is sample_workflow.OrderPlaced
     assert second.attempt == 2
-    assert second.reason.startswith("payload.note: Extra inputs are not permitted")
+    # The unknown key is not named (it is the repairer's own text); the repairer sees its answer again.
+    assert second.reason.startswith("payload.<key>: Extra inputs are not permitted")
     assert json.loads(second.body)["detail"]["payload"]["note"] == "x"  # it is shown its own repair
 
 
@@ -147,8 +148,13 @@ def test_two_invalid_repairs_leave_the_event_in_quarantine() -> None:
 
     with pytest.raises(RepairFailed) as caught:
         repair_quarantined(record, ScriptedRepairer(unhelpful), types=CATALOG.types, submit=submitted)
-    assert str(caught.value) == "still invalid after 2 repair attempts: payload.amount: Field required"
+    answers = caught.value.raw_output
+    assert str(caught.value) == (
+        f"still invalid after 2 repair attempts (the last: payload.amount); the answers: {answers.summary()}"
+    )
     assert [a["reason"] for a in caught.value.attempts] == ["no tool call", "payload.amount: Field required"]
+    first, second = json.loads(answers.text)
+    assert (first, second["payload"]) == ({"text": "I cannot fix this"}, {"order_id": "o-1"})
     assert submitted == []
 
 
@@ -159,8 +165,9 @@ def test_a_repair_cannot_move_the_event_to_another_tenant() -> None:
     def hijack(request: RepairRequest) -> Mapping[str, Any]:
         return {**fix_amount(request), "tenant_id": "victim"}
 
-    with pytest.raises(RepairFailed, match="the repair changed tenant_id from 'acme'"):
+    with pytest.raises(RepairFailed) as caught:
         repair_quarantined(record, ScriptedRepairer(hijack), types=CATALOG.types, submit=Submitted())
+    assert caught.value.attempts[-1]["reason"] == "the repair changed tenant_id from 'acme': it may not"
 
 
 def test_a_body_that_was_not_json_can_be_repaired_whole() -> None:

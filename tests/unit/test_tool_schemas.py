@@ -150,7 +150,8 @@ def test_every_invalid_call_is_named_in_the_error() -> None:
         )
     reason = caught.value.reason
     assert "scale_service.command.desired_count: Input should be a valid integer" in reason
-    assert "delete_everything: no such tool" in reason
+    assert "toolUse.name: no such tool (a name of 17 characters)" in reason
+    assert "delete_everything" not in reason, "the model's own text is not repeated in a reason"
     assert "scale_service.rationale: Field required" in reason
     assert caught.value.field == "scale_service.command.desired_count"
     assert caught.value.raw == {"x": 1}

@@ -2,7 +2,9 @@
 
 Every tool call is validated with pydantic against the command's model before it becomes a
 proposal; an answer that does not validate raises ``MalformedDecision`` with every problem named,
-which is what the repair attempt shows the model.
+which is what the repair attempt shows the model. The problems are told without the model's text
+(``intentbus.validation_errors``), as they become a logged reason; the model sees its own answer again
+beside them.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class Toolkit:
     ) -> Decision:
         """The decision the calls make, or ``MalformedDecision`` naming every invalid call."""
         if not calls:
-            said = f": {text[:300]!r}" if text else ""
+            said = f", {len(text)} characters" if text else ""
             raise MalformedDecision(
                 f"the answer has no tool call (text only{said}); a decision must call one of the tools "
                 f"{sorted(self.offers)}",
@@ -126,18 +128,20 @@ class Toolkit:
     def _proposal(self, call: ToolCall) -> _Proposal:
         offer = self.offers.get(call.name)
         if offer is None:
+            # Not named: the name is the model's own text, and a reason is logged.
             raise MalformedInput(
-                f"{call.name}: no such tool; the tools are {sorted(self.offers)}",
-                field=f"toolUse.{call.name}",
+                f"toolUse.name: no such tool (a name of {len(call.name)} characters); "
+                f"the tools are {sorted(self.offers)}",
+                field="toolUse.name",
             )
         try:
             wrapper = _ProposalInput.model_validate(call.input)
         except ValidationError as error:
-            raise MalformedInput.from_validation(error, prefix=f"{call.name}.") from None
+            raise MalformedInput.from_validation(error, _ProposalInput, prefix=f"{call.name}.") from None
         try:
             payload = offer.model.model_validate(wrapper.command)
         except ValidationError as error:
-            raise MalformedInput.from_validation(error, prefix=f"{call.name}.command.") from None
+            raise MalformedInput.from_validation(error, offer.model, prefix=f"{call.name}.command.") from None
         return _Proposal(
             command=ProposedCommand(type=offer.command, payload=payload.model_dump(mode="json")),
             rationale=wrapper.rationale.strip(),

@@ -83,7 +83,16 @@ def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClien
 class _NoQuarantine:
     """A person's decision is never malformed input: nothing a desk does may quarantine."""
 
-    def put(self, *, stage: str, reason: str, field: str | None, body: str, message_id: str | None) -> None:
+    def put(
+        self,
+        *,
+        stage: str,
+        reason: str,
+        field: str | None,
+        body: str,
+        message_id: str | None,
+        raw_output: str | None = None,
+    ) -> None:
         from intentbus.errors import ConfigurationError
 
         raise ConfigurationError(f"a desk quarantines nothing ({stage}: {reason})")

@@ -101,6 +101,12 @@ def add_commands(commands: Any) -> None:
     q_commands.add_parser("list", parents=[q_queue], help="quarantined messages with their reasons")
     q_show = q_commands.add_parser("show", parents=[q_queue], help="one message in full")
     q_show.add_argument("message_id")
+    q_show.add_argument(
+        "--raw-output",
+        action="store_true",
+        help="also show the model output a rejected decision kept (hidden by default: it may hold "
+        "anything the model wrote, a card number it echoed included)",
+    )
     resubmit = q_commands.add_parser(
         "resubmit", parents=[q_queue], help="send messages back to the stage that refused them"
     )
@@ -191,7 +197,7 @@ def _quarantine(args: argparse.Namespace) -> int:
     if args.quarantine_command == "list":
         return quarantined.list_messages(sqs, queue)
     if args.quarantine_command == "show":
-        return quarantined.show_message(sqs, queue, args.message_id)
+        return quarantined.show_message(sqs, queue, args.message_id, raw_output=args.raw_output)
     if not args.message_ids and not args.all:
         raise ConfigurationError("name the message ids to resubmit, or pass --all")
     if args.message_ids and args.all:

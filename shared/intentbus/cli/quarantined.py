@@ -8,6 +8,10 @@ see the event twice; then deletes it from the quarantine (send first, then delet
 resubmit leaves a duplicate, never a loss). The resubmitted message names its origin in message
 attributes: ``intentbus.resubmitted_from`` (the quarantine message id) and
 ``intentbus.original_message_id``.
+
+A decision the agent could not make valid also holds the model's output (``raw_output``): ``show``
+prints it only with ``--raw-output``, since it may hold anything the model wrote; its size and sha256
+are always shown. ``list`` shows reasons, which never carry it. A resubmit sends the body alone.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from intentbus.cli import bodies, tables
 from intentbus.cli.dead_letters import ProgressLines, summary_line
 from intentbus.cli.targets import Queue
 from intentbus.errors import ConfigurationError
-from intentbus.queue_moves import Outgoing, Progress, QueuedMessage, Step, move_messages, peek
+from intentbus.queue_moves import Outgoing, Progress, QueuedMessage, QueuePort, Step, move_messages, peek
 
+RAW_OUTPUT_HIDDEN = "[hidden: the model's own output; --raw-output shows it]"
 RESUBMITTED_FROM = "intentbus.resubmitted_from"
 ORIGINAL_MESSAGE_ID = "intentbus.original_message_id"
 
@@ -77,21 +82,26 @@ def list_messages(sqs: SqsQueues, queue: Queue) -> int:
     return 0
 
 
-def show_message(sqs: SqsQueues, queue: Queue, message_id: str) -> int:
+def show_message(sqs: QueuePort, queue: Queue, message_id: str, *, raw_output: bool = False) -> int:
+    """The message in full; a model's ``raw_output`` only when asked for (its size and hash always)."""
     for message in peek(sqs, queue.url):
         if message.message_id == message_id:
             item = quarantined(message)
             shown = bodies.as_json(message, queue.name, resubmittable=item.resubmittable or "yes")
             if item.record:
-                inner = bodies.parse(str(item.record.get("body", "")))
-                shown["body"] = {
-                    **item.record,
-                    "body": inner if inner is not None else item.record.get("body"),
-                }
+                record = {**item.record, "body": _parsed(item.record.get("body"))}
+                if "raw_output" in record:
+                    record["raw_output"] = _parsed(record["raw_output"]) if raw_output else RAW_OUTPUT_HIDDEN
+                shown["body"] = record
             print(json.dumps(shown, indent=2, sort_keys=True))
             return 0
     print(f"intentbus: no message {message_id} in {queue.name}", file=sys.stderr)
     return 1
+
+
+def _parsed(text: Any) -> Any:
+    inner = bodies.parse(str(text if text is not None else ""))
+    return inner if inner is not None else text
 
 
 @dataclass

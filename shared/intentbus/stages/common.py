@@ -86,11 +86,12 @@ def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
     try:
         envelope = Envelope.model_validate(bus_event.detail)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix="detail.") from None
+        raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
+    model = models[bus_event.detail_type]
     try:
-        payload = models[bus_event.detail_type].model_validate(envelope.payload)
+        payload = model.model_validate(envelope.payload)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix="detail.payload.") from None
+        raise MalformedInput.from_validation(error, model, prefix="detail.payload.") from None
     if envelope.type != bus_event.detail_type:
         raise MalformedInput(
             f"detail-type {bus_event.detail_type!r} does not match the envelope's type {envelope.type!r}",
@@ -127,13 +128,27 @@ def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -
     try:
         return spec_model.model_validate(envelope.payload)
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix=f"{where}.payload.") from None
+        raise MalformedInput.from_validation(error, spec_model, prefix=f"{where}.payload.") from None
 
 
 def quarantined(
-    deps: StageDeps, stage: str, error: MalformedInput, body: str, message_id: str | None
+    deps: StageDeps,
+    stage: str,
+    error: MalformedInput,
+    body: str,
+    message_id: str | None,
+    *,
+    raw_output: str | None = None,
 ) -> StageResult:
-    deps.quarantine.put(stage=stage, reason=error.reason, field=error.field, body=body, message_id=message_id)
+    """``raw_output``: a model's output, kept in the record apart from the reason (never logged)."""
+    deps.quarantine.put(
+        stage=stage,
+        reason=error.reason,
+        field=error.field,
+        body=body,
+        message_id=message_id,
+        raw_output=raw_output,
+    )
     return StageResult(
         outcome=Outcome.QUARANTINED, reason=error.reason, forged=isinstance(error, NotRecorded)
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,6 +26,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.model_output import RawOutput
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -38,6 +38,7 @@ from intentbus.stages.common import (
     commit_then_publish,
     log_only,
     publish,
+    quarantined,
     read_fact,
     require_recorded,
     typed_payload,
@@ -87,23 +88,27 @@ class _Turn:
         )
 
 
-RAW_OUTPUT_CHARS = 3000
-"""How much of the agent's raw output a quarantine reason carries (the queue keeps 4,096 characters)."""
+WHY_CHARS = 3000
+"""How much of the validation errors a quarantine reason carries (the queue keeps 4,096 characters), so
+that the raw output's size and hash after them always fit."""
 
 
 class RejectedDecision(MalformedInput):
     """The agent's output stayed invalid (after one repair, for a model): quarantined with its output.
 
     The quarantine record's body stays the input message, so it can be redriven as it is once the
-    agent is fixed; the reason carries why and the raw output of each attempt (cut to fit), and the
-    whole output is logged.
+    agent is fixed. The reason (logged, traced, listed) carries the validation errors and the raw
+    output's size and sha256, never its text: ``raw_output`` (every attempt's output, as JSON) goes
+    only into the quarantine record's field of that name.
     """
 
     def __init__(self, why: str, *, field: str | None, agent: str, attempts: list[MalformedDecision]) -> None:
-        raw = json.dumps([attempt.raw for attempt in attempts], ensure_ascii=False, default=str)
-        if len(raw) > RAW_OUTPUT_CHARS:
-            raw = raw[:RAW_OUTPUT_CHARS] + f"... ({len(raw)} characters in all)"
-        super().__init__(f"{why} | raw output: {raw}", field=field)
+        self.raw_output = RawOutput.of([attempt.raw for attempt in attempts])
+        if len(why) > WHY_CHARS:
+            why = why[:WHY_CHARS] + "..."
+        super().__init__(
+            f"{why} | raw output of {len(attempts)} attempt(s): {self.raw_output.summary()}", field=field
+        )
         self.agent = agent
         self.attempts = attempts
 
@@ -147,10 +152,12 @@ class DecideStage(Stage):
                 extra={
                     "agent": error.agent,
                     "reason": error.reason,
-                    "attempts": [{"reason": a.reason, "raw": a.raw} for a in error.attempts],
+                    "field": error.field,
+                    "attempts": [{"reason": a.reason, "field": a.field} for a in error.attempts],
+                    **error.raw_output.log_fields(),
                 },
             )
-            return self.reject(error, body, message_id)
+            return quarantined(self.deps, STAGE, error, body, message_id, raw_output=error.raw_output.text)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
         raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
@@ -413,14 +420,16 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
 def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
     spec = workflow.commands.get(proposed.type)
     if spec is None:
+        # Not named: it is the agent's own text, and a reason is logged.
         raise MalformedInput(
-            f"the agent proposed {proposed.type!r}, which workflow {workflow.name!r} does not declare",
+            f"the agent proposed a command type of {len(proposed.type)} characters, which workflow "
+            f"{workflow.name!r} does not declare",
             field="decision.commands",
         )
     try:
         return spec.model.model_validate(proposed.payload).model_dump(mode="json")
     except ValidationError as error:
-        raise MalformedInput.from_validation(error, prefix=f"decision.{proposed.type}.") from None
+        raise MalformedInput.from_validation(error, spec.model, prefix=f"decision.{proposed.type}.") from None
 
 
 def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int) -> Envelope:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from intentbus import facts
 from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError, Workflow
@@ -34,6 +34,7 @@ from intentbus.stages.common import (
     authorization_digest,
     publish,
     read_fact,
+    typed_payload,
 )
 
 STAGE = "execute"
@@ -71,10 +72,10 @@ class ExecuteStage(Stage):
             why = f"no workflow in this deployment declares the command {command.type!r}"
             return self._not_run(fact, why, body, message_id)
         try:
-            arguments = spec.model.model_validate(command.payload)
-        except ValidationError as error:
-            problem = MalformedInput.from_validation(error, prefix="command.payload.").reason
-            why = f"the command does not fit {command.type} of {workflow.name} v{workflow.version}: {problem}"
+            arguments = typed_payload(spec.model, command, "command")
+        except MalformedInput as problem:
+            definition = f"{workflow.name} v{workflow.version}"
+            why = f"the command does not fit {command.type} of {definition}: {problem.reason}"
             return self._not_run(fact, why, body, message_id)
 
         resource = spec.resource(arguments) if spec.resource is not None else None

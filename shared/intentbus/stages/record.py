@@ -231,10 +231,11 @@ class RecordStage(Stage):
             if step.outcome_payload
             else next(iter(state.results.values()))
         )
+        model = workflow.events[step.outcome].model
         try:
-            return workflow.events[step.outcome].model.model_validate(dict(raw)).model_dump(mode="json")
+            return model.model_validate(dict(raw)).model_dump(mode="json")
         except ValidationError as error:
-            raise MalformedInput.from_validation(error, prefix=f"{step.outcome}.") from None
+            raise MalformedInput.from_validation(error, model, prefix=f"{step.outcome}.") from None
 
     @staticmethod
     def _ended(incoming: Envelope, workflow: str, state: WorkflowState, now: datetime) -> Envelope:
