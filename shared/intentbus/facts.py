@@ -46,6 +46,8 @@ class CommandProposed(Payload):
     decision_id: str
     agent: str | None = None
     """``None`` when another system sent the command directly."""
+    producer: str | None = None
+    """For a command sent directly: the principal ``ProducerBindings`` binds to its source, if any."""
     rationale: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)
     confidence: float | None = None
