@@ -57,17 +57,9 @@ def emit(cloud: LocalCloud, type_name: str, payload: dict[str, int], *, run_id: 
 
 
 def review(cloud: LocalCloud, *args: str) -> int:
-    return main(
-        [
-            "review",
-            *target_args(cloud),
-            "--workflows",
-            pingpong_workflow.WORKFLOWS,
-            "--tenant",
-            TENANT,
-            *args,
-        ]
-    )
+    """The CLI as a person runs it: no ``--workflows``, no PYTHONPATH to the test workflows. The run's
+    pause carries the budget it was paused under, which is all a resume needs."""
+    return main(["review", *target_args(cloud), "--tenant", TENANT, *args])
 
 
 def state_of(store: DynamoWorkflowStore, run_id: str = RUN) -> WorkflowState:

@@ -278,6 +278,11 @@ def test_approval_ids_differ_between_deployments_and_stay_across_redeliveries() 
         ids.append(approval.approval_id)
     assert ids[0] != ids[1]
     assert ids[0] == ids[2]
+    # record finds the salted approval's rejection in its log: the run is denied, nothing quarantined
+    (approval,) = pipeline.store.approvals.values()
+    assert decide(pipeline, approval, approve=False, reason="not today").answer is Answer.REJECTED
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
+    assert pipeline.quarantine.records == []
 
 
 def _release_ready() -> str:

@@ -12,7 +12,7 @@ from intentbus import facts
 from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.ids import derive_id, input_identity
+from intentbus.ids import approval_id, input_identity
 from intentbus.journal import Approval, Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
@@ -270,12 +270,6 @@ def _outside_resources(
     return None
 
 
-def approval_id(command: Envelope, salt: str) -> str:
-    """Derived from the command (a redelivery derives it again) and the deployment's salt, so that
-    knowing a command's inputs is not knowing its approval's id in another deployment."""
-    return derive_id(command.id, "approval", *((salt,) if salt else ()))
-
-
 def proposers(fact: facts.CommandProposed, roles: dict[str, str]) -> tuple[str, ...]:
     """Who proposed, as principals: decide's role for an agent's proposal; for a command another
     system sent, validate's role and the producer bound to its source (``ProducerBindings``)."""
@@ -287,7 +281,7 @@ def _approval(turn: _Turn, deps: StageDeps) -> tuple[Approval, WorkflowState]:
     """A pending approval that expires by the workflow's timeout, and the run waiting for it."""
     command = turn.fact.command
     approval = Approval(
-        approval_id=approval_id(command, deps.id_salt),
+        approval_id=approval_id(command.id, deps.id_salt),
         tenant_id=command.tenant_id,
         run_id=command.run_id,
         workflow=turn.workflow.name,
