@@ -35,6 +35,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.ids import derive_id
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
+from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
 from intentbus.state import BudgetOverride, Resumption, Status, WorkflowState, settle
@@ -174,6 +175,11 @@ def pause_at(entries: Sequence[LogEntry], version: int | None) -> Pause | None:
 class ReviewDesk:
     deps: StageDeps
     store: ReviewStore
+    stage_principals: frozenset[str] = frozenset()
+    """The pipeline's stage roles: they never answer a pause."""
+
+    def __post_init__(self) -> None:
+        self.stage_principals = frozenset(canonical(principal) for principal in self.stage_principals)
 
     def paused(self, tenant_id: str) -> list[PausedRun]:
         """The tenant's runs waiting for review, with what paused each."""
@@ -229,6 +235,9 @@ class ReviewDesk:
         state = self.store.state(request.tenant_id, request.run_id)
         if state is None:
             return Result(Answer.NOT_FOUND, f"no run {request.run_id} for tenant {request.tenant_id}")
+        if request.reviewer.principal in self.stage_principals:
+            why = f"{request.reviewer.name} is a role of the pipeline and may not answer a pause"
+            return self._refuse(request, state, Answer.FORBIDDEN, why)
         entries = self.store.entries(request.tenant_id, request.run_id)
         pause = pause_at(entries, request.version)
         if pause is None:

@@ -112,4 +112,4 @@ def approval_desk(runtime: Runtime) -> ApprovalDesk:
 def review_desk(runtime: Runtime) -> ReviewDesk:
     from intentbus.review import ReviewDesk
 
-    return ReviewDesk(runtime.deps, runtime.store)
+    return ReviewDesk(runtime.deps, runtime.store, frozenset(runtime.deps.pipeline_roles.values()))

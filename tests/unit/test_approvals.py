@@ -23,6 +23,7 @@ from intentbus.definition import (
 )
 from intentbus.journal import Approval, ApprovalStatus
 from intentbus.policy import Effect, Policy, Rule
+from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.state import Status
 from tests.fakes import bus_body, raw_body
@@ -388,3 +389,45 @@ def test_an_expiry_whose_publish_failed_is_announced_by_the_next_sweep(
     assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
     assert pipeline.desk.expire_due() == []
     assert DEPLOYS == []
+
+
+PRODUCER_ROLE = "arn:aws:iam::123456789012:role/release-pipeline"
+
+
+def direct_deploys() -> Workflow:
+    """A command another system sends directly, which always needs a person."""
+    workflow = Workflow(
+        name="direct-deploys",
+        version="1",
+        policy=Policy(rules=(Rule(id="needs-a-person", command="ship", effect=Effect.REQUIRE_APPROVAL),)),
+    )
+    workflow.command("ship", Deploy, tool=deploy, starts=True)
+    workflow.event("Shipped", Released)
+    workflow.step(Step(on="ship", agent=None, outcome="Shipped", final=True, tools=("ship",)))
+    return workflow
+
+
+def test_the_producer_of_a_direct_command_cannot_approve_it() -> None:
+    """Attack: the release pipeline sends a deploy command directly, then approves it with its own role."""
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(
+        Catalog([direct_deploys()]),
+        producers=ProducerBindings.parse(f"releases.example=acme by {PRODUCER_ROLE}"),
+        pipeline_roles={"validate": "arn:aws:iam::123456789012:role/validate"},
+    )
+    command = {"id": "cmd-1", "tenant_id": TENANT, "run_id": "run-1", "type": "ship", "kind": "command"}
+    pipeline.run(
+        raw_body(
+            {**command, "payload": {"service": "api", "version": "3"}},
+            detail_type="ship",
+            source="releases.example",
+        )
+    )
+    (approval,) = pipeline.store.approvals.values()
+    assert set(approval.proposers) == {PRODUCER_ROLE, "arn:aws:iam::123456789012:role/validate"}
+    session = "arn:aws:sts::123456789012:assumed-role/release-pipeline/build-42"
+    own = decide(pipeline, approval, Approver(id=session, tenant_id=TENANT, via="iam"))
+    assert (own.answer, own.http_status) == (Answer.FORBIDDEN, 403)
+    assert DEPLOYS == []
+    assert decide(pipeline, approval).answer is Answer.APPROVED
+    assert DEPLOYS == ["api@3"]
