@@ -9,6 +9,8 @@ import pytest
 from intentbus.api_identity import APPROVERS_GROUP, TENANT_CLAIM
 from intentbus.cli.users import POOL_LOGICAL_ID
 from intentbus_local.template import load_template
+from tests.iam_eval import Decision, Request, evaluate
+from tests.template_policies import ACCOUNT, TemplatePolicies
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +65,25 @@ def test_approval_ids_are_salted_by_the_stack(resources: dict[str, Any]) -> None
     assert template["Globals"]["Function"]["Environment"]["Variables"]["INTENTBUS_ID_SALT"] == {
         "Ref": "AWS::StackId"
     }
+
+
+def test_a_tagged_program_may_call_its_own_tenants_routes_only() -> None:
+    """Attack: a program tagged for acme approves globex's approval, or an untagged one any."""
+    template = TemplatePolicies(load_template().cloudformation)
+    policy = template.resolve(
+        properties(dict(load_template().cloudformation["Resources"]), "ProgramApproverPolicy")
+    )
+    document = policy["PolicyDocument"]
+    api = template.ref("ApprovalsApi")
+    role = f"arn:aws:iam::{ACCOUNT}:role/release-bot"
+
+    def invoke(path: str, tags: dict[str, str]) -> Decision:
+        resource = f"arn:aws:execute-api:us-east-1:{ACCOUNT}:{api}/v1/POST{path}"
+        return evaluate(Request(role, "execute-api:Invoke", resource, tags), [document])
+
+    acme = {"aws:PrincipalTag/intentbus-tenant": "acme"}
+    assert invoke("/programs/tenants/acme/approvals/a1/approve", acme) is Decision.ALLOW
+    assert invoke("/programs/tenants/acme/reviews/run-1/resume", acme) is Decision.ALLOW
+    assert invoke("/programs/tenants/globex/approvals/a1/approve", acme) is Decision.IMPLICIT_DENY
+    assert invoke("/tenants/acme/approvals/a1/approve", acme) is Decision.IMPLICIT_DENY
+    assert invoke("/programs/tenants/acme/approvals/a1/approve", {}) is Decision.IMPLICIT_DENY
