@@ -258,9 +258,10 @@ def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelop
         raise NotRecorded(
             f"{incoming.type} for command {command.id}, whose authorization is not recorded", field="detail"
         )
-    if granted.command_digest != fact_digest(command) or granted.fact_id != incoming.causation_id:
+    other_command = granted.command_digest != fact_digest(command)
+    if other_command or granted.fact_id != incoming.causation_id:
         raise NotRecorded(
             f"{incoming.type} for command {command.id} does not follow its recorded authorization "
             f"{granted.fact_id}",
-            field="detail.payload.command",
+            field="detail.payload.command" if other_command else "detail.causation_id",
         )
