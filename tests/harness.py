@@ -57,6 +57,8 @@ class InMemoryPipeline:
     outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)
     producers: ProducerBindings = field(default_factory=lambda: ProducerBindings.parse("*=*"))
     """Any source may send for any tenant, unless a test binds them."""
+    pipeline_roles: dict[str, str] = field(default_factory=dict)
+    id_salt: str = ""
 
     def __post_init__(self) -> None:
         deps = StageDeps(
@@ -67,6 +69,8 @@ class InMemoryPipeline:
             environment=self.environment,
             settings={},
             producers=self.producers,
+            id_salt=self.id_salt,
+            pipeline_roles=self.pipeline_roles,
         )
         self.deps = deps
         self.stages: dict[str, StageCore] = {
@@ -84,7 +88,7 @@ class InMemoryPipeline:
 
     @property
     def desk(self) -> ApprovalDesk:
-        return ApprovalDesk(self.deps, self.store)
+        return ApprovalDesk(self.deps, self.store, frozenset(self.pipeline_roles.values()))
 
     def follow(self, published: Sequence[Envelope], *, max_hops: int = 200) -> None:
         """Route what something outside the stages published (e.g. an approval) until nothing is left."""

@@ -5,9 +5,10 @@ wins; otherwise an Allow in an identity policy, or a resource policy Allow namin
 itself, allows; otherwise the request is implicitly denied. Supported: ``Action`` / ``NotAction``
 (wildcards, case-insensitive), ``Resource`` / ``NotResource`` (wildcards), ``Principal`` in resource
 policies (``*``, an ARN, an account or its root), and the condition operators StringEquals,
-StringNotEquals, StringLike, StringNotLike, ArnEquals, ArnLike, ArnNotEquals, ArnNotLike on
-single-valued keys. Anything else (another operator, ``...IfExists``, ``ForAnyValue:``) raises, so an
-unsupported policy fails a test instead of being misread.
+StringNotEquals, StringLike, StringNotLike, ArnEquals, ArnLike, ArnNotEquals, ArnNotLike and Null on
+single-valued keys, and ``${aws:PrincipalTag/...}`` variables in ``Resource`` (a tag the principal
+lacks matches nothing, as in IAM). Anything else (another operator, ``...IfExists``,
+``ForAnyValue:``) raises, so an unsupported policy fails a test instead of being misread.
 """
 
 from __future__ import annotations
@@ -75,9 +76,24 @@ def _applies(statement: Mapping[str, Any], request: Request, in_resource_policy:
         return False
     return (
         _listed(statement, "Action", request.action, case_sensitive=False)
-        and _listed(statement, "Resource", request.resource, case_sensitive=True)
+        and _listed(_variables(statement, request), "Resource", request.resource, case_sensitive=True)
         and _conditions_hold(statement.get("Condition", {}), request)
     )
+
+
+_VARIABLE = re.compile(r"\$\{(aws:PrincipalTag/[^}]+)\}")
+
+
+def _variables(statement: Mapping[str, Any], request: Request) -> Mapping[str, Any]:
+    """The statement with its principal-tag variables replaced; a resource naming a missing tag is dropped."""
+    if "Resource" not in statement:
+        return statement
+    resolved: list[str] = []
+    for resource in _strings(statement["Resource"]):
+        keys = _VARIABLE.findall(resource)
+        if all(request.value(key) is not None for key in keys):
+            resolved.append(_VARIABLE.sub(lambda match: str(request.value(match.group(1))), resource))
+    return {**statement, "Resource": resolved}
 
 
 def _listed(statement: Mapping[str, Any], name: str, value: str, *, case_sensitive: bool) -> bool:
@@ -161,6 +177,7 @@ _OPERATORS: dict[str, Callable[[str | None, list[str]], bool]] = {
     "ArnLike": _positive(_arn_like),
     "ArnNotEquals": _negated(_arn_like),
     "ArnNotLike": _negated(_arn_like),
+    "Null": lambda value, wanted: (value is None) == (wanted == ["true"]),
 }
 
 

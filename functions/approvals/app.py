@@ -1,4 +1,4 @@
-"""The approvals API's Lambda entry: Powertools Event Handler over the approval desk."""
+"""The approvals API's Lambda entry: Powertools Event Handler over the approval and review desks."""
 
 from functools import cache
 from typing import Any
@@ -9,18 +9,27 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.approvals import ApprovalDesk
 from intentbus.approvals_api import build
-from intentbus.runtime import Runtime, approval_desk
+from intentbus.review import ReviewDesk
+from intentbus.runtime import Runtime, approval_desk, review_desk
 
 logger = Logger()
 tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
 
 
 @cache
+def runtime() -> Runtime:
+    return Runtime.from_env()
+
+
 def desk() -> ApprovalDesk:
-    return approval_desk(Runtime.from_env())
+    return approval_desk(runtime())
 
 
-app = build(desk)
+def reviews() -> ReviewDesk:
+    return review_desk(runtime())
+
+
+app = build(desk, reviews)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

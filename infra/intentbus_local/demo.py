@@ -119,7 +119,7 @@ def _decide(
     )
     try:
         say("")
-        say(f"the production scale-up waits for a person: {front.url}/v1/console?tenant={tenant}")
+        say(f"the production scale-up waits for a person: {front.console_url(tenant)}")
         if decision is None and ask is not None:
             decision = _prompt(ask)
         elif decision is None:
@@ -131,7 +131,7 @@ def _decide(
             url,
             data=json.dumps({"reason": reason}).encode(),
             method="POST",
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", "Authorization": front.session_token},
         )
         with urllib.request.urlopen(request, timeout=30) as response:
             answer = json.loads(response.read())

@@ -7,6 +7,7 @@ and every ``Ref`` / ``Fn::GetAtt`` on it is replaced by the real value.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,24 +25,48 @@ def _user_pool(clients: Clients, logical_id: str, properties: Mapping[str, Any])
     pool = clients("cognito-idp").create_user_pool(
         PoolName=str(properties.get("UserPoolName", logical_id)),
         UsernameAttributes=list(properties.get("UsernameAttributes", [])),
+        AutoVerifiedAttributes=list(properties.get("AutoVerifiedAttributes", [])),
+        AdminCreateUserConfig=dict(properties.get("AdminCreateUserConfig", {})),
         Schema=schema,
     )["UserPool"]
     return {"Ref": pool["Id"], "Arn": pool["Arn"], "ProviderName": pool["Id"]}
 
 
 def _user_pool_client(clients: Clients, logical_id: str, properties: Mapping[str, Any]) -> Values:
+    """Without its OAuth settings: their callback is the API's URL, which exists only once the stack
+    does, and the local front signs people in with its session token instead of the hosted UI."""
     client = clients("cognito-idp").create_user_pool_client(
         UserPoolId=str(properties["UserPoolId"]),
         ClientName=logical_id,
         GenerateSecret=False,
         ExplicitAuthFlows=list(properties.get("ExplicitAuthFlows", [])),
+        ReadAttributes=list(properties.get("ReadAttributes", [])),
+        WriteAttributes=list(properties.get("WriteAttributes", [])),
     )["UserPoolClient"]
     return {"Ref": client["ClientId"]}
+
+
+def _user_pool_group(clients: Clients, logical_id: str, properties: Mapping[str, Any]) -> Values:
+    group = clients("cognito-idp").create_group(
+        GroupName=str(properties.get("GroupName", logical_id)),
+        UserPoolId=str(properties["UserPoolId"]),
+        Description=str(properties.get("Description", "")),
+    )["Group"]
+    return {"Ref": group["GroupName"]}
+
+
+def _user_pool_domain(clients: Clients, logical_id: str, properties: Mapping[str, Any]) -> Values:
+    """The template derives the prefix from the stack's id, which does not exist yet: a random one."""
+    domain = f"intentbus-local-{uuid.uuid4().hex[:12]}"
+    clients("cognito-idp").create_user_pool_domain(Domain=domain, UserPoolId=str(properties["UserPoolId"]))
+    return {"Ref": domain}
 
 
 CREATORS: dict[str, Callable[[Clients, str, Mapping[str, Any]], Values]] = {
     "AWS::Cognito::UserPool": _user_pool,
     "AWS::Cognito::UserPoolClient": _user_pool_client,
+    "AWS::Cognito::UserPoolGroup": _user_pool_group,
+    "AWS::Cognito::UserPoolDomain": _user_pool_domain,
 }
 
 

@@ -3,18 +3,26 @@
 Routes come from the SAM template's ``Api`` events (path, method, authorizer). The front plays the
 authorizer too: a route with the Cognito authorizer gets the claims of the local user the front was
 started for; an ``AWS_IAM`` route gets the local caller's ARN; ``NONE`` gets neither.
+
+Being that user takes the front's session token, made when it starts and printed with the console's
+URL (``console_url``: in the fragment, which no request carries): every authorized route needs it in
+``Authorization``, and refuses a request from a page of another origin (its ``Origin`` or
+``Sec-Fetch-Site``). A request for another host name (DNS rebinding) is refused whatever its route.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import re
+import secrets
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from intentbus_local.api_events import rest_request
 from intentbus_local.template import LocalTemplate
@@ -43,14 +51,25 @@ class LocalUser:
     email: str
     tenant_id: str
     caller_arn: str = "arn:aws:iam::123456789012:user/local-operator"
+    sub: str = ""
+    """The user's immutable id; by default one derived from the email."""
+    groups: tuple[str, ...] = ("approvers",)
+
+    @property
+    def subject(self) -> str:
+        return self.sub or str(uuid.uuid5(uuid.NAMESPACE_URL, f"intentbus-local-user:{self.email}"))
 
     def claims(self) -> dict[str, str]:
-        return {
+        """As API Gateway's Cognito authorizer passes an ID token's claims (every value a string)."""
+        claims = {
             "email": self.email,
-            "cognito:username": self.email,
-            "sub": self.email,
+            "cognito:username": self.subject,
+            "sub": self.subject,
             "custom:tenant_id": self.tenant_id,
         }
+        if self.groups:
+            claims["cognito:groups"] = ",".join(self.groups)
+        return claims
 
 
 def routes(template: LocalTemplate) -> list[Route]:
@@ -104,13 +123,10 @@ class ApiDispatcher:
     ) -> tuple[int, dict[str, str], bytes]:
         """``path`` includes the stage (``/v1/...``); ``user`` is the caller, by default the front's."""
         caller = user or self.user
-        for route in self._routes:
+        found = self.route(method, path)
+        if found is not None:
+            route, match = found
             prefix = f"/{route.stage}"
-            if route.method != method or not path.startswith(prefix + "/"):
-                continue
-            match = route.pattern.match(path[len(prefix) :])
-            if match is None:
-                continue
             event = rest_request(
                 method=method,
                 path=path[len(prefix) :],
@@ -132,6 +148,16 @@ class ApiDispatcher:
             json.dumps({"message": "Missing Authentication Token"}).encode(),
         )
 
+    def route(self, method: str, path: str) -> tuple[Route, re.Match[str]] | None:
+        for route in self._routes:
+            prefix = f"/{route.stage}"
+            if route.method != method or not path.startswith(prefix + "/"):
+                continue
+            match = route.pattern.match(path[len(prefix) :])
+            if match is not None:
+                return route, match
+        return None
+
 
 class HttpFront:
     """Serves the template's APIs at ``http://127.0.0.1:<port>/<stage>/...`` until closed."""
@@ -140,6 +166,7 @@ class HttpFront:
         self, template: LocalTemplate, invoke: Invoke, user: LocalUser, now: Callable[[], float]
     ) -> None:
         self.dispatcher = ApiDispatcher(template, invoke, user, now)
+        self.session_token = secrets.token_urlsafe(32)
         front = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -171,6 +198,15 @@ class HttpFront:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def origins(self) -> frozenset[str]:
+        port = self._server.server_address[1]
+        return frozenset({f"http://127.0.0.1:{port}", f"http://localhost:{port}"})
+
+    def console_url(self, tenant: str) -> str:
+        """The console, signed in as the front's user: the session token rides in the fragment."""
+        return f"{self.url}/v1/console?tenant={quote(tenant)}#token={self.session_token}"
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -178,16 +214,43 @@ class HttpFront:
     def _serve(self, request: BaseHTTPRequestHandler, method: str) -> None:
         url = urlsplit(request.path)
         length = int(request.headers.get("Content-Length") or 0)
-        body = request.rfile.read(length).decode() if length else None
-        status, headers, payload = self.dispatcher.handle(
-            method, url.path, dict(parse_qsl(url.query)), body, dict(request.headers.items())
-        )
+        body = request.rfile.read(length).decode(errors="replace") if length else None
+        refusal = self._refusal(request, method, url.path)
+        if refusal is not None:
+            status, headers, payload = refusal
+        else:
+            status, headers, payload = self.dispatcher.handle(
+                method, url.path, dict(parse_qsl(url.query)), body, dict(request.headers.items())
+            )
         request.send_response(status)
         for name, value in headers.items():
             request.send_header(name, value)
         request.send_header("Content-Length", str(len(payload)))
         request.end_headers()
         request.wfile.write(payload)
+
+    def _refusal(
+        self, request: BaseHTTPRequestHandler, method: str, path: str
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        """What API Gateway and the authorizer would refuse, and what only a local front must."""
+        if f"http://{request.headers.get('Host', '')}" not in self.origins:
+            return _refused(403, "unknown host")
+        found = self.dispatcher.route(method, path)
+        if found is None or found[0].authorizer == "none":
+            return None  # the page itself, which its own headers keep out of frames
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in self.origins:
+            return _refused(403, "requests from another origin are refused")
+        if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+            return _refused(403, "requests from another site are refused")
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), self.session_token.encode()):
+            return _refused(401, "Unauthorized")
+        return None
+
+
+def _refused(status: int, message: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": "application/json"}, json.dumps({"message": message}).encode()
 
 
 def _to_http(response: Any) -> tuple[int, dict[str, str], bytes]:

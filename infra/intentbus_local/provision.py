@@ -12,8 +12,9 @@ property, the smallest honest fix is applied from the template itself, after the
   (moto never expires items by TTL anyway: code filters expired items, as on AWS.)
 - ``AWS::Events::EventBus`` has no physical id and no Ref in moto (``!Ref Bus`` crashes it), so the
   deployed copy gains one output per bus, ``!GetAtt <Bus>.Name`` / ``.Arn``, to read its name back.
-- ``AWS::Cognito::UserPool`` / ``UserPoolClient`` are not in moto's CloudFormation: they are created
-  through moto's Cognito API from the template's own properties (see direct_resources.py).
+- ``AWS::Cognito::UserPool`` / ``UserPoolClient`` / ``UserPoolGroup`` / ``UserPoolDomain`` are not in
+  moto's CloudFormation: they are created through moto's Cognito API from the template's own properties
+  (see direct_resources.py; the client without its OAuth settings, the domain with a random prefix).
 - ``AWS::ApiGateway::Deployment`` / ``Stage``: moto's CloudFormation creates a RestApi without
   importing its Body, so a deployment of it fails; they are left out and the local cloud serves the
   API from the template's Api events itself (http_front.py).

@@ -23,6 +23,7 @@ from intentbus.ids import derive_id
 from intentbus.journal import Approval, ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
+from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
@@ -47,9 +48,21 @@ class Approver(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(min_length=1)
+    """Immutable: a Cognito user's ``sub``, or the caller's IAM (STS) ARN."""
     tenant_id: str = Field(min_length=1)
     via: str = Field(min_length=1)
     """How the identity was established: ``cognito``, ``iam`` or ``cli``."""
+    label: str | None = None
+    """What people call them (a Cognito user's email): shown, never compared."""
+
+    @property
+    def principal(self) -> str:
+        """What the proposer check compares: a role and all its sessions are one principal."""
+        return f"cognito:{self.id}" if self.via == "cognito" else canonical(self.id)
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} ({self.id})" if self.label and self.label != self.id else self.id
 
 
 class Answer(StrEnum):
@@ -116,6 +129,11 @@ class ApprovalStore(WorkflowStore, Protocol):
 class ApprovalDesk:
     deps: StageDeps
     store: ApprovalStore
+    stage_principals: frozenset[str] = frozenset()
+    """The pipeline's stage roles: they propose, so they never decide."""
+
+    def __post_init__(self) -> None:
+        self.stage_principals = frozenset(canonical(principal) for principal in self.stage_principals)
 
     def pending(self, tenant_id: str) -> list[Approval]:
         now = self.deps.clock.now()
@@ -165,19 +183,16 @@ class ApprovalDesk:
     def _attempt(
         self, tenant_id: str, approval_id: str, approver: Approver, approve: bool, reason: str
     ) -> Result | None:
+        # The tenant before the read: another tenant's approval is not found, and nothing is recorded.
+        if approver.tenant_id != tenant_id:
+            return Result(Answer.NOT_FOUND, f"no approval {approval_id} for tenant {tenant_id}")
         approval = self.store.approval(tenant_id, approval_id)
         if approval is None:
             return Result(Answer.NOT_FOUND, f"no approval {approval_id} for tenant {tenant_id}")
         request = _Request(approval, approver, approve, reason, self.deps.clock.now())
-        if approver.tenant_id != approval.tenant_id:
-            why = (
-                f"{approver.id} of tenant {approver.tenant_id} may not decide for tenant {approval.tenant_id}"
-            )
+        if approver.principal in self.stage_principals or approver.principal in approval.proposers:
+            why = f"{approver.name} is a principal that proposed this command and may not decide it"
             return self._refuse(request, Answer.FORBIDDEN, why)
-        if approval.proposed_by is not None and approver.id == approval.proposed_by:
-            return self._refuse(
-                request, Answer.FORBIDDEN, f"{approver.id} proposed this command and may not approve it"
-            )
         if approval.status is not ApprovalStatus.PENDING:
             return self._already(request)
         if approval.expired_at(request.now):
@@ -201,7 +216,7 @@ class ApprovalDesk:
 
     def _apply(self, request: _Request, state: WorkflowState) -> Result | None:
         approval, command, now = request.approval, request.approval.command, request.now
-        said = f"{request.answer.value} by {request.approver.id}" + (
+        said = f"{request.answer.value} by {request.approver.name}" + (
             f": {request.reason}" if request.reason else ""
         )
         payload: Payload
@@ -231,6 +246,7 @@ class ApprovalDesk:
             update={
                 "status": request.wanted,
                 "decided_by": request.approver.id,
+                "decided_by_label": request.approver.label,
                 "decided_at": now,
                 "decision_reason": request.reason or None,
             }
@@ -251,6 +267,7 @@ class ApprovalDesk:
             outputs=(output,),
             summary={
                 "approver": request.approver.id,
+                "approver_label": request.approver.label,
                 "via": request.approver.via,
                 "decision": request.wanted.value,
                 "reason": said,
@@ -284,20 +301,21 @@ class ApprovalDesk:
             outputs = () if entry is None else entry.outputs
             if outputs:
                 self._announce(approval, outputs)
-            why = f"already {approval.status.value.lower()} by {approval.decided_by}"
+            why = f"already {approval.status.value.lower()} by {approval.decider}"
             return Result(request.answer, why, approval, tuple(outputs))
         if approval.status is ApprovalStatus.EXPIRED:
             return self._refuse(
                 request, Answer.EXPIRED, f"the approval expired at {approval.expires_at.isoformat()}"
             )
-        why = f"the approval was already {approval.status.value.lower()} by {approval.decided_by}"
+        why = f"the approval was already {approval.status.value.lower()} by {approval.decider}"
         return self._refuse(request, Answer.CONFLICT, why)
 
     def _refuse(self, request: _Request, answer: Answer, why: str) -> Result:
-        """A refused attempt changes nothing, but is recorded with its reason."""
+        """A refused attempt changes nothing, but is recorded with its reason, once: the same refusal
+        again (same approver, same wish, same answer) is the same entry, so retries cannot grow the log."""
         approval, approver = request.approval, request.approver
         attempt_id = derive_id(
-            approval.approval_id, approver.tenant_id, approver.id, request.approve, request.now.isoformat()
+            approval.approval_id, approver.tenant_id, approver.id, request.approve, answer.value
         )
         entry = LogEntry(
             stage=ATTEMPT_STAGE,
@@ -309,6 +327,7 @@ class ApprovalDesk:
             summary={
                 "approval_id": approval.approval_id,
                 "approver": approver.id,
+                "approver_label": approver.label,
                 "approver_tenant": approver.tenant_id,
                 "via": approver.via,
                 "wanted": "approve" if request.approve else "reject",

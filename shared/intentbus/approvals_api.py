@@ -1,102 +1,246 @@
-"""The approvals REST API on Powertools' Event Handler: list, show, approve, reject, and the console.
+"""The approvals REST API on Powertools' Event Handler: approvals, paused runs and the console.
 
-Who decides comes from API Gateway's authorizer, never from the request body: a Cognito user
-pool's claims for people (``custom:tenant_id`` names their tenant), IAM for programs (the caller's
-ARN; IAM policy on the ``/programs/tenants/{tenant}`` path fences the tenant).
+Who acts comes from API Gateway's authorizer, never from the request (``intentbus.api_identity``), and
+the tenant is checked before anything is read: another tenant's approval or run is a 404 with no
+body. Bodies and path parameters are validated before a handler runs (``intentbus.api_bodies``); a
+client's mistake is a 400 naming the field, a body over 16 KiB a 413, never a 5xx. Every answer carries
+the security headers (``intentbus.console_page.API_HEADERS``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from importlib import resources
-from typing import Any
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
-from aws_lambda_powertools.event_handler.exceptions import BadRequestError, NotFoundError, UnauthorizedError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from intentbus.approvals import ApprovalDesk, Approver, Result
+from intentbus import console_page
+from intentbus.api_bodies import (
+    APPROVAL_ID_PATTERN,
+    MAX_BODY_BYTES,
+    RUN_ID_PATTERN,
+    TENANT_ID_PATTERN,
+    CancelBody,
+    DecisionBody,
+    ResumeBody,
+)
+from intentbus.api_identity import Refused, caller
+from intentbus.approvals import ApprovalDesk, Approver
 from intentbus.journal import Approval
+from intentbus.review import PausedRun, ReviewDesk
+from intentbus.review import Result as ReviewResult
+from intentbus.state import BudgetOverride
 
-PEOPLE = "/tenants/<tenant>/approvals"
-PROGRAMS = "/programs/tenants/<tenant>/approvals"
+PEOPLE = "/tenants/<tenant>"
+PROGRAMS = "/programs/tenants/<tenant>"
 
-
-def approver(app: APIGatewayRestResolver, tenant: str) -> Approver:
-    context = app.current_event.request_context
-    claims: dict[str, Any] = (
-        (context.authorizer.raw_event or {}).get("claims") or {} if context.authorizer else {}
-    )
-    if claims:
-        who = claims.get("email") or claims.get("cognito:username") or claims.get("sub")
-        if not who:
-            raise UnauthorizedError("the token names no user")
-        return Approver(id=str(who), tenant_id=str(claims.get("custom:tenant_id", "")), via="cognito")
-    caller = context.identity.user_arn
-    if caller:
-        return Approver(id=caller, tenant_id=tenant, via="iam")
-    raise UnauthorizedError("no authenticated caller")
+Tenant = Annotated[str, Path(pattern=TENANT_ID_PATTERN)]
+ApprovalId = Annotated[str, Path(pattern=APPROVAL_ID_PATTERN)]
+RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
 
 
-def _view(approval: Approval) -> dict[str, Any]:
-    # ``announced`` is the expiry sweep's bookkeeping, nothing an approver acts on
-    return approval.model_dump(mode="json", exclude={"announced"})
+class ApprovalsResolver(APIGatewayRestResolver):
+    """Powertools' REST resolver, with validation on, a body size limit and the security headers."""
+
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext | None) -> dict[str, Any]:
+        body = event.get("body") or ""
+        if len(str(body).encode()) > MAX_BODY_BYTES:
+            answer = {"statusCode": 413, "body": _message(f"body: over {MAX_BODY_BYTES} bytes")}
+            return _with_headers({**answer, "multiValueHeaders": {"Content-Type": ["application/json"]}})
+        return _with_headers(super().resolve(event, context))  # type: ignore[arg-type]
 
 
-def _answer(result: Result) -> Response[str]:
-    body = {
-        "answer": result.answer.value,
-        "reason": result.reason,
-        "approval": None if result.approval is None else _view(result.approval),
+def _with_headers(answer: dict[str, Any]) -> dict[str, Any]:
+    headers: dict[str, list[str]] = answer.setdefault("multiValueHeaders", {})
+    present = {name.lower() for name in (*headers, *(answer.get("headers") or {}))}
+    for name, value in console_page.API_HEADERS.items():
+        if name.lower() not in present:
+            headers[name] = [value]
+    return answer
+
+
+def _message(text: str, **extra: Any) -> str:
+    return json.dumps({"message": text, **extra})
+
+
+def _json(status: int, body: Mapping[str, Any]) -> Response[str]:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body))
+
+
+def _field(location: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in location if not isinstance(part, int)) or "body"
+
+
+def _invalid(error: RequestValidationError) -> Response[str]:
+    problems = [{"field": _field(item["loc"]), "message": item["msg"]} for item in error.errors()]
+    text = "; ".join(f"{problem['field']}: {problem['message']}" for problem in problems)
+    return Response(400, content_types.APPLICATION_JSON, _message(text, errors=problems))
+
+
+def _refused(error: Refused) -> Response[str]:
+    if error.status == 404:
+        return Response(404, content_types.APPLICATION_JSON, "")
+    return Response(error.status, content_types.APPLICATION_JSON, _message(error.reason))
+
+
+def approval_view(approval: Approval) -> dict[str, Any]:
+    # ``announced`` is the expiry sweep's bookkeeping; ``proposers`` name the pipeline's roles
+    return approval.model_dump(mode="json", exclude={"announced", "proposers"})
+
+
+def review_view(paused: PausedRun) -> dict[str, Any]:
+    state, pause = paused.state, paused.pause
+    fact = pause.fact
+    return {
+        "run_id": state.run_id,
+        "workflow": state.workflow,
+        "definition_version": state.definition_version,
+        "version": state.version,
+        "paused_by": pause.entry.stage,
+        "paused_at": pause.entry.at.isoformat(),
+        "limit": fact.limit,
+        "reason": fact.reason,
+        "spend": fact.spend,
+        "budget": pause.entry.summary.get("budget"),
+        "resumable": pause.resumable,
     }
-    return Response(
-        status_code=result.http_status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body)
-    )
 
 
-def build(desk: Callable[[], ApprovalDesk]) -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver()
+def build(
+    desk: Callable[[], ApprovalDesk], reviews: Callable[[], ReviewDesk] | None = None
+) -> APIGatewayRestResolver:
+    app = ApprovalsResolver()
 
-    def listing(tenant: str) -> dict[str, Any]:
-        who = approver(app, tenant)
-        if who.tenant_id != tenant:
-            return {"approvals": [], "reason": f"{who.id} is not of tenant {tenant}"}
-        return {"approvals": [_view(approval) for approval in desk().pending(tenant)]}
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(Refused)(_refused)
 
-    def showing(tenant: str, approval_id: str) -> dict[str, Any]:
-        who = approver(app, tenant)
-        found = desk().show(tenant, approval_id) if who.tenant_id == tenant else None
-        if found is None:
-            raise NotFoundError(f"no approval {approval_id} for tenant {tenant}")
-        return _view(found)
-
-    def deciding(tenant: str, approval_id: str, *, approve: bool) -> Response[str]:
-        body = app.current_event.json_body if app.current_event.body else {}
-        reason = str((body or {}).get("reason", "")).strip()
-        if not approve and not reason:
-            raise BadRequestError("a rejection needs a reason")
-        result = desk().decide(
-            tenant_id=tenant,
-            approval_id=approval_id,
-            approver=approver(app, tenant),
-            approve=approve,
-            reason=reason,
-        )
-        return _answer(result)
+    def who(tenant: str) -> Approver:
+        context = app.current_event.request_context
+        return caller(context, tenant, program=app.current_event.resource.startswith("/programs/"))
 
     for prefix in (PEOPLE, PROGRAMS):
-        app.get(prefix)(listing)
-        app.get(f"{prefix}/<approval_id>")(showing)
-        app.post(f"{prefix}/<approval_id>/approve")(
-            lambda tenant, approval_id: deciding(tenant, approval_id, approve=True)
-        )
-        app.post(f"{prefix}/<approval_id>/reject")(
-            lambda tenant, approval_id: deciding(tenant, approval_id, approve=False)
-        )
+        _approval_routes(app, prefix, desk, who)
+        if reviews is not None:
+            _review_routes(app, prefix, reviews, who)
 
     @app.get("/console")
     def console() -> Response[str]:
-        page = resources.files("intentbus.console").joinpath("index.html").read_text(encoding="utf-8")
-        return Response(status_code=200, content_type=content_types.TEXT_HTML, body=page)
+        sign_in = console_page.SignIn.from_stage(app.current_event.stage_variables)
+        return Response(
+            status_code=200,
+            content_type=content_types.TEXT_HTML,
+            body=console_page.page(sign_in),
+            headers=console_page.headers(sign_in),
+        )
 
     return app
+
+
+def _approval_routes(
+    app: APIGatewayRestResolver,
+    prefix: str,
+    desk: Callable[[], ApprovalDesk],
+    who: Callable[[str], Approver],
+) -> None:
+    @app.get(f"{prefix}/approvals")
+    def listing(tenant: Tenant) -> Response[str]:
+        who(tenant)
+        return _json(200, {"approvals": [approval_view(found) for found in desk().pending(tenant)]})
+
+    @app.get(f"{prefix}/approvals/<approval_id>")
+    def showing(tenant: Tenant, approval_id: ApprovalId) -> Response[str]:
+        who(tenant)
+        found = desk().show(tenant, approval_id)
+        if found is None:
+            raise Refused(404, "")
+        return _json(200, approval_view(found))
+
+    def deciding(tenant: str, approval_id: str, body: DecisionBody, *, approve: bool) -> Response[str]:
+        approver = who(tenant)
+        reason = body.reason.strip()
+        if not approve and not reason:
+            return _json(400, {"message": "reason: a rejection needs a reason", "field": "reason"})
+        result = desk().decide(
+            tenant_id=tenant, approval_id=approval_id, approver=approver, approve=approve, reason=reason
+        )
+        if result.http_status == 404:
+            raise Refused(404, "")
+        answer: dict[str, Any] = {"answer": result.answer.value, "reason": result.reason}
+        if result.http_status == 200 and result.approval is not None:
+            answer["approval"] = approval_view(result.approval)
+        return _json(result.http_status, answer)
+
+    @app.post(f"{prefix}/approvals/<approval_id>/approve")
+    def approving(
+        tenant: Tenant, approval_id: ApprovalId, body: Annotated[DecisionBody | None, Body()] = None
+    ) -> Response[str]:
+        return deciding(tenant, approval_id, body or DecisionBody(), approve=True)
+
+    @app.post(f"{prefix}/approvals/<approval_id>/reject")
+    def rejecting(
+        tenant: Tenant, approval_id: ApprovalId, body: Annotated[DecisionBody | None, Body()] = None
+    ) -> Response[str]:
+        return deciding(tenant, approval_id, body or DecisionBody(), approve=False)
+
+
+def _review_routes(
+    app: APIGatewayRestResolver,
+    prefix: str,
+    reviews: Callable[[], ReviewDesk],
+    who: Callable[[str], Approver],
+) -> None:
+    @app.get(f"{prefix}/reviews")
+    def paused(tenant: Tenant) -> Response[str]:
+        who(tenant)
+        return _json(200, {"reviews": [review_view(found) for found in reviews().paused(tenant)]})
+
+    def answered(result: ReviewResult) -> Response[str]:
+        if result.http_status == 404:
+            raise Refused(404, "")
+        answer: dict[str, Any] = {"answer": result.answer.value, "reason": result.reason}
+        if result.ok and result.state is not None:
+            state = result.state
+            answer["run"] = {"run_id": state.run_id, "status": state.status.value, "version": state.version}
+        return _json(result.http_status, answer)
+
+    @app.post(f"{prefix}/reviews/<run_id>/resume")
+    def resuming(tenant: Tenant, run_id: RunId, body: Annotated[ResumeBody, Body()]) -> Response[str]:
+        reviewer = who(tenant)
+        hours = body.deadline_hours
+        raised = BudgetOverride(
+            max_depth=body.max_depth,
+            max_steps=body.max_steps,
+            max_tokens=body.max_tokens,
+            deadline=None if hours is None else timedelta(hours=hours),
+        )
+        return answered(
+            reviews().resume(
+                tenant_id=tenant,
+                run_id=run_id,
+                reviewer=reviewer,
+                budget=raised,
+                reason=body.reason.strip(),
+                version=body.version,
+            )
+        )
+
+    @app.post(f"{prefix}/reviews/<run_id>/cancel")
+    def cancelling(tenant: Tenant, run_id: RunId, body: Annotated[CancelBody, Body()]) -> Response[str]:
+        reviewer = who(tenant)
+        return answered(
+            reviews().cancel(
+                tenant_id=tenant,
+                run_id=run_id,
+                reviewer=reviewer,
+                reason=body.reason.strip(),
+                version=body.version,
+            )
+        )

@@ -8,8 +8,10 @@ when decide checks, so the check costs no DynamoDB call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from intentbus.definition import Budget, Workflow
 from intentbus.state import BudgetOverride, WorkflowState
@@ -53,6 +55,16 @@ def describe(budget: Budget) -> dict[str, int | float]:
         "max_tokens": budget.max_tokens,
         "deadline_seconds": budget.deadline.total_seconds(),
     }
+
+
+def from_description(described: Mapping[str, Any]) -> Budget:
+    """The budget ``describe`` wrote (as a pause records it)."""
+    return Budget(
+        max_depth=int(described["max_depth"]),
+        max_steps=int(described["max_steps"]),
+        max_tokens=int(described["max_tokens"]),
+        deadline=timedelta(seconds=float(described["deadline_seconds"])),
+    )
 
 
 def spend(state: WorkflowState, *, depth: int, now: datetime) -> dict[str, int | float]:

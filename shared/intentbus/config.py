@@ -22,6 +22,10 @@ class Settings(BaseModel):
     intentbus_workflows: str = Field(min_length=1)
     intentbus_producers: str = ""
     """``ProducerBindings``: which tenants each producer may send for; empty binds nobody."""
+    intentbus_id_salt: str = ""
+    """Per deployment (the template passes the stack's id): salts the approval ids."""
+    intentbus_pipeline_roles: str = ""
+    """``stage=ROLE_ARN,...``: the principals that propose commands, which may never decide them."""
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
     """How long a command's result is kept, so a redelivery gets it instead of running again."""

@@ -44,3 +44,9 @@ def input_identity(tenant_id: str, source: str, event_id: str) -> str:
 def content_id(content: Any) -> str:
     """An id for an inbound event that came without one: the same content gives the same id."""
     return derive_id("content", canonical_json(content))
+
+
+def approval_id(command_id: str, salt: str) -> str:
+    """A command's approval: derived from the command (a redelivery derives it again) and the deployment's
+    salt, so knowing a command's inputs is not knowing its approval's id in another deployment."""
+    return derive_id(command_id, "approval", *((salt,) if salt else ()))

@@ -58,12 +58,22 @@ class Approval(BaseModel):
     command: Envelope
     proposed_at_version: int
     proposed_by: str | None
+    """The agent's name (``None``: another system sent the command): a label, never compared."""
+    proposers: tuple[str, ...] = ()
+    """The principals that proposed the command (canonical ARNs: the stage roles, the producer bound to a
+    direct command's source): none of them may decide it."""
+    rationale: str = ""
+    """The agent's rationale, kept apart from its evidence so the evidence cannot replace it."""
     evidence: dict[str, Any] = Field(default_factory=dict)
+    """What the agent (a model, perhaps) offered as evidence: its words, unverified."""
     confidence: float | None = None
     status: ApprovalStatus = ApprovalStatus.PENDING
     requested_at: datetime
     expires_at: datetime
     decided_by: str | None = None
+    """The approver's immutable id (a Cognito ``sub``, an IAM ARN)."""
+    decided_by_label: str | None = None
+    """Their email, as a label."""
     decided_at: datetime | None = None
     decision_reason: str | None = None
     resource_version: int | None = None
@@ -80,6 +90,12 @@ class Approval(BaseModel):
         if self.status is ApprovalStatus.PENDING:
             return self.expires_at
         return None if self.announced else (self.decided_at or self.expires_at)
+
+    @property
+    def decider(self) -> str:
+        if self.decided_by_label and self.decided_by_label != self.decided_by:
+            return f"{self.decided_by_label} ({self.decided_by})"
+        return str(self.decided_by)
 
     def expired_at(self, now: datetime) -> bool:
         return now >= self.expires_at

@@ -8,7 +8,11 @@ binding is (account, source) -> tenants, declared by the deployment (``ProducerB
     monitoring.example=acme|globex; crm.example@111122223333=acme
 
 ``SOURCE=TENANT|TENANT`` binds a source of the stack's own account; ``SOURCE@ACCOUNT=...`` one of another
-account. ``*`` for the tenants lets the source speak for any tenant, ``*`` for the source binds every
+account. ``... by ARN`` names the principal (role or user) that sends as that source: a command it sends
+directly records it as its proposer, and the approvals desk refuses it as that command's approver::
+
+    crm.example=acme by arn:aws:iam::111122223333:role/crm-producer
+ ``*`` for the tenants lets the source speak for any tenant, ``*`` for the source binds every
 source (both are for tests and local runs, never a deployment). An empty text binds nobody: every
 producer input is quarantined until the deployment says who may send what.
 """
@@ -25,12 +29,15 @@ ANY = "*"
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
 _SOURCE = re.compile(r"^[^\s=@;|]{1,256}$")
 _TENANT = re.compile(TENANT_PATTERN)
+_PRINCIPAL = re.compile(r"^arn:[\w-]+:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/\S+$")
 
 
 @dataclass(frozen=True)
 class ProducerBindings:
     bindings: dict[tuple[str | None, str], frozenset[str]] = field(default_factory=dict)
     """(account or ``None`` for the stack's own, source) -> tenants (``*``: any)."""
+    principals: dict[tuple[str | None, str], str] = field(default_factory=dict)
+    """(account or ``None``, source) -> the principal's ARN that sends as that source."""
 
     @classmethod
     def none(cls) -> ProducerBindings:
@@ -39,6 +46,7 @@ class ProducerBindings:
     @classmethod
     def parse(cls, text: str) -> ProducerBindings:
         bindings: dict[tuple[str | None, str], frozenset[str]] = {}
+        principals: dict[tuple[str | None, str], str] = {}
         for number, item in enumerate((part.strip() for part in text.split(";")), start=1):
             if not item:
                 continue
@@ -52,6 +60,11 @@ class ProducerBindings:
                 raise ConfigurationError(f"ProducerBindings entry {number}: {source!r} is not a source")
             if at and not _ACCOUNT.match(account):
                 raise ConfigurationError(f"ProducerBindings entry {number}: {account!r} is not an account id")
+            tenants_text, by, principal = tenants_text.partition(" by ")
+            if by and not _PRINCIPAL.match(principal.strip()):
+                raise ConfigurationError(
+                    f"ProducerBindings entry {number}: {principal.strip()!r} is not an IAM principal ARN"
+                )
             tenants = frozenset(t.strip() for t in tenants_text.split("|") if t.strip())
             bad = sorted(t for t in tenants if t != ANY and not _TENANT.match(t))
             if not tenants or bad:
@@ -60,7 +73,9 @@ class ProducerBindings:
                 )
             key = (account if at else None, source)
             bindings[key] = bindings.get(key, frozenset()) | tenants
-        return cls(bindings)
+            if by:
+                principals[key] = principal.strip()
+        return cls(bindings, principals)
 
     def allows(self, *, account: str, source: str, tenant_id: str, own_account: str | None) -> bool:
         """Whether ``source`` of ``account`` may send for ``tenant_id``. ``own_account`` is the stack's
@@ -73,6 +88,13 @@ class ProducerBindings:
             if tenant_id in tenants or ANY in tenants:
                 return True
         return False
+
+    def principal(self, *, account: str, source: str, own_account: str | None) -> str | None:
+        """The principal bound to send as ``source`` of ``account``, if the binding names one."""
+        keys: list[tuple[str | None, str]] = [(account, source)]
+        if own_account is None or account == own_account:
+            keys.append((None, source))
+        return next((self.principals[key] for key in keys if key in self.principals), None)
 
     def why_not(self, *, account: str, source: str, tenant_id: str) -> str:
         if not self.bindings:

@@ -30,10 +30,12 @@ from typing import Protocol
 
 from intentbus import budgets, facts
 from intentbus.approvals import Approver
+from intentbus.definition import Budget
 from intentbus.envelope import Envelope, Kind
 from intentbus.ids import derive_id
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
+from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
 from intentbus.stages.retired import why_retired
@@ -154,7 +156,7 @@ class _Request:
     @property
     def said(self) -> str:
         done = "resumed" if self.action is Action.RESUME else "cancelled"
-        return f"{done} by {self.reviewer.id}" + (f": {self.reason}" if self.reason else "")
+        return f"{done} by {self.reviewer.name}" + (f": {self.reason}" if self.reason else "")
 
 
 def pauses(entries: Sequence[LogEntry]) -> Iterator[Pause]:
@@ -175,6 +177,11 @@ def pause_at(entries: Sequence[LogEntry], version: int | None) -> Pause | None:
 class ReviewDesk:
     deps: StageDeps
     store: ReviewStore
+    stage_principals: frozenset[str] = frozenset()
+    """The pipeline's stage roles: they never answer a pause."""
+
+    def __post_init__(self) -> None:
+        self.stage_principals = frozenset(canonical(principal) for principal in self.stage_principals)
 
     def paused(self, tenant_id: str) -> list[PausedRun]:
         """The tenant's runs waiting for review, with what paused each."""
@@ -223,15 +230,15 @@ class ReviewDesk:
         raise ConcurrentUpdate(f"run {request.run_id} changed {COMMIT_ATTEMPTS} times while answering")
 
     def _attempt(self, request: _Request) -> Result | None:
+        # The tenant before the read: another tenant's run is not found, and nothing is recorded.
+        if request.reviewer.tenant_id != request.tenant_id:
+            return Result(Answer.NOT_FOUND, f"no run {request.run_id} for tenant {request.tenant_id}")
         # The state first, then the log: an answer that lands in between is found in the log.
         state = self.store.state(request.tenant_id, request.run_id)
         if state is None:
             return Result(Answer.NOT_FOUND, f"no run {request.run_id} for tenant {request.tenant_id}")
-        if request.reviewer.tenant_id != state.tenant_id:
-            why = (
-                f"{request.reviewer.id} of tenant {request.reviewer.tenant_id} may not answer "
-                f"for tenant {state.tenant_id}"
-            )
+        if request.reviewer.principal in self.stage_principals:
+            why = f"{request.reviewer.name} is a role of the pipeline and may not answer a pause"
             return self._refuse(request, state, Answer.FORBIDDEN, why)
         entries = self.store.entries(request.tenant_id, request.run_id)
         pause = pause_at(entries, request.version)
@@ -264,9 +271,8 @@ class ReviewDesk:
             why = f"{retired}: it cannot be resumed; cancel it"
             return self._refuse(request, state, Answer.CONFLICT, why)
         event = pause.paused_event()
-        workflow = self.deps.catalog.workflow(state.workflow)
         raised = (request.budget or BudgetOverride()).over(state.budget_override)
-        budget = budgets.raised(budgets.for_tenant(workflow, state.tenant_id), raised)
+        budget = budgets.raised(self._paused_under(state, pause), raised)
         breach = budgets.check(budget, state, depth=event.depth, now=request.now)
         if breach is not None:
             why = f"the raised budget would still be crossed: {breach.reason}"
@@ -349,6 +355,7 @@ class ReviewDesk:
             summary={
                 "decision": request.action.value,
                 "reviewer": request.reviewer.id,
+                "reviewer_label": request.reviewer.label,
                 "reviewer_tenant": request.reviewer.tenant_id,
                 "via": request.reviewer.via,
                 "reason": request.said,
@@ -388,10 +395,11 @@ class ReviewDesk:
         return self._refuse(request, state, Answer.CONFLICT, f"the pause was already {done} by {by}")
 
     def _refuse(self, request: _Request, state: WorkflowState, answer: Answer, why: str) -> Result:
-        """A refused answer changes nothing, but is recorded in the run's log with its reason."""
+        """A refused answer changes nothing, but is recorded in the run's log with its reason, once per
+        reviewer, wish, answer and run version: the same refusal again is the same entry."""
         reviewer = request.reviewer
         attempt_id = derive_id(
-            request.run_id, reviewer.tenant_id, reviewer.id, request.action.value, request.now.isoformat()
+            request.run_id, reviewer.tenant_id, reviewer.id, request.action.value, answer.value, state.version
         )
         entry = LogEntry(
             stage=ATTEMPT_STAGE,
@@ -403,6 +411,7 @@ class ReviewDesk:
             summary={
                 "wanted": request.action.value,
                 "reviewer": reviewer.id,
+                "reviewer_label": reviewer.label,
                 "reviewer_tenant": reviewer.tenant_id,
                 "via": reviewer.via,
                 "version": request.version,
@@ -415,6 +424,15 @@ class ReviewDesk:
         )
         self.store.commit(log_only(entry, state.tenant_id, state.run_id))
         return Result(answer, why, state)
+
+    def _paused_under(self, state: WorkflowState, pause: Pause) -> Budget:
+        """The budget the run was paused under, as decide recorded it with the pause (it already holds
+        the tenant's budget and earlier raises): no workflow module need be importable here. A pause
+        recorded without one falls back to the registered workflow."""
+        recorded = pause.entry.summary.get("budget")
+        if isinstance(recorded, dict):
+            return budgets.from_description(recorded)
+        return budgets.for_run(self.deps.catalog.workflow(state.workflow), state)
 
     @staticmethod
     def _fact(pause: Pause, type_name: str, payload: Payload, version: int, now: datetime) -> Envelope:

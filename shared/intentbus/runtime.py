@@ -12,6 +12,7 @@ from intentbus.adapters.eventbridge_bus import EventBridgeBus
 from intentbus.adapters.sqs_quarantine import SqsQuarantine
 from intentbus.catalog import Catalog
 from intentbus.config import Settings
+from intentbus.principals import parse_roles
 from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
 
@@ -39,6 +40,8 @@ class Runtime:
             environment=settings.intentbus_environment,
             settings=dict(os.environ),
             producers=ProducerBindings.parse(settings.intentbus_producers),
+            id_salt=settings.intentbus_id_salt,
+            pipeline_roles=parse_roles(settings.intentbus_pipeline_roles),
         )
         self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
 
@@ -103,10 +106,10 @@ def record_stage(runtime: Runtime) -> RecordStage:
 def approval_desk(runtime: Runtime) -> ApprovalDesk:
     from intentbus.approvals import ApprovalDesk
 
-    return ApprovalDesk(runtime.deps, runtime.store)
+    return ApprovalDesk(runtime.deps, runtime.store, frozenset(runtime.deps.pipeline_roles.values()))
 
 
 def review_desk(runtime: Runtime) -> ReviewDesk:
     from intentbus.review import ReviewDesk
 
-    return ReviewDesk(runtime.deps, runtime.store)
+    return ReviewDesk(runtime.deps, runtime.store, frozenset(runtime.deps.pipeline_roles.values()))

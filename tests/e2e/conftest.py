@@ -30,11 +30,10 @@ def store(cloud: LocalCloud) -> DynamoWorkflowStore:
 
 
 @contextmanager
-def waiting_in_production(tmp_path: Path) -> Iterator[LocalCloud]:
+def waiting_in_production(tmp_path: Path, *, workflows: str | None = None) -> Iterator[LocalCloud]:
     """A local cloud whose incident run in production waits for the scale-up's approval."""
-    with LocalCloud(
-        mode="server", logs_dir=tmp_path / "logs", parameters={"Environment": "production"}
-    ) as cloud:
+    parameters = {"Environment": "production", **({"Workflows": workflows} if workflows else {})}
+    with LocalCloud(mode="server", logs_dir=tmp_path / "logs", parameters=parameters) as cloud:
         seed.seed_service(cloud.clients)
         seed.seed_metrics(cloud.clients)
         event = seed.latency_event(environment="production")

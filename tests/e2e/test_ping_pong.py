@@ -11,6 +11,7 @@ import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from intentbus.cli.main import main
 from intentbus.journal import LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_local.cloud import LocalCloud
+from intentbus_local.http_front import ApiDispatcher, LocalUser
 from tests import pingpong_workflow
 from tests.e2e.targets import target_args
 
@@ -57,17 +59,9 @@ def emit(cloud: LocalCloud, type_name: str, payload: dict[str, int], *, run_id: 
 
 
 def review(cloud: LocalCloud, *args: str) -> int:
-    return main(
-        [
-            "review",
-            *target_args(cloud),
-            "--workflows",
-            pingpong_workflow.WORKFLOWS,
-            "--tenant",
-            TENANT,
-            *args,
-        ]
-    )
+    """The CLI as a person runs it: no ``--workflows``, no PYTHONPATH to the test workflows. The run's
+    pause carries the budget it was paused under, which is all a resume needs."""
+    return main(["review", *target_args(cloud), "--tenant", TENANT, *args])
 
 
 def state_of(store: DynamoWorkflowStore, run_id: str = RUN) -> WorkflowState:
@@ -201,3 +195,40 @@ def test_a_run_paused_on_its_steps_finishes_once_resumed_with_more(
     finished = state_of(store)
     assert (finished.status, finished.steps_taken) == (Status.COMPLETED, 2)
     assert pingpong_workflow.agent_calls == [f"runner:{RUN}:0", f"runner:{RUN}:1"]
+
+
+def test_a_person_resumes_then_cancels_over_the_api(cloud: LocalCloud, store: DynamoWorkflowStore) -> None:
+    """The review desk over REST, as an approver of the run's tenant: list, resume with raised limits,
+    cancel; the reviewer recorded is the user's immutable sub."""
+    emit(cloud, pingpong_workflow.PING, {"rally": 0})
+    paused = stopped_at_the_depth_limit(store)
+    ann = LocalUser(email="ann@acme.example", tenant_id=TENANT)
+    api = ApiDispatcher(cloud.template, lambda fn, e: cloud.invoke(fn, e).response, ann, cloud.clock.now)
+
+    def call(method: str, path: str, body: dict[str, object] | None = None) -> tuple[int, Any]:
+        status, _, raw = api.handle(
+            method, f"/v1/tenants/{TENANT}/reviews{path}", {}, json.dumps(body) if body else None, {}
+        )
+        return status, json.loads(raw)
+
+    status, listing = call("GET", "")
+    (item,) = listing["reviews"]
+    assert status == 200
+    assert (item["run_id"], item["version"], item["limit"], item["resumable"]) == (
+        RUN,
+        paused.version,
+        "depth",
+        True,
+    )
+    assert item["budget"]["max_depth"] == LIMIT
+    body = {"reason": "one more rally", "version": paused.version, "max_depth": LIMIT + 2}
+    status, answer = call("POST", f"/{RUN}/resume", body)
+    assert (status, answer["answer"], answer["run"]["status"]) == (200, "resumed", "RUNNING")
+    assert cloud.run_until_idle(max_invocations=200).idle
+    again = state_of(store)
+    assert again.status is Status.PAUSED
+    (resumed,) = reviews(store)
+    assert (resumed.summary["reviewer"], resumed.summary["reviewer_label"]) == (ann.subject, ann.email)
+    status, answer = call("POST", f"/{RUN}/cancel", {"reason": "they will never stop"})
+    assert (status, answer["answer"]) == (200, "cancelled")
+    assert state_of(store).status is Status.CANCELLED

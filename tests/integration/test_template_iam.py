@@ -74,16 +74,23 @@ def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
                     account_id=cloud.topology.account_id,
                 ),
             )
-            listing = rest_request(
-                method="GET",
-                path="/tenants/acme/approvals",
-                resource="/tenants/{tenant}/approvals",
-                path_parameters={"tenant": "acme"},
-                stage="v1",
-                now=cloud.clock.now(),
-                claims={"email": "ann@example.com", "custom:tenant_id": "acme"},
-            )
-            assert cloud.invoke("ApprovalsFunction", listing).response["statusCode"] == 200
+            claims = {
+                "sub": "ann",
+                "email": "ann@example.com",
+                "custom:tenant_id": "acme",
+                "cognito:groups": "approvers",
+            }
+            for listed in ("approvals", "reviews"):
+                listing = rest_request(
+                    method="GET",
+                    path=f"/tenants/acme/{listed}",
+                    resource=f"/tenants/{{tenant}}/{listed}",
+                    path_parameters={"tenant": "acme"},
+                    stage="v1",
+                    now=cloud.clock.now(),
+                    claims=claims,
+                )
+                assert cloud.invoke("ApprovalsFunction", listing).response["statusCode"] == 200
         assert seed.desired_count(cloud.clients) == 4
         yield cloud, log
 

@@ -23,6 +23,7 @@ from intentbus.definition import (
 )
 from intentbus.journal import Approval, ApprovalStatus
 from intentbus.policy import Effect, Policy, Rule
+from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.state import Status
 from tests.fakes import bus_body, raw_body
@@ -214,29 +215,88 @@ def test_approving_twice_gives_the_same_answer_and_one_authorization(
     assert decide(pipeline, approval, approve=False).answer is Answer.CONFLICT
 
 
-@pytest.mark.parametrize(
-    ("approver", "reason"),
-    [
-        (
-            Approver(id="mallory", tenant_id="globex", via="cognito"),
-            "mallory of tenant globex may not decide for tenant acme",
-        ),
-        (
-            Approver(id="release-bot", tenant_id=TENANT, via="iam"),
-            "release-bot proposed this command and may not approve it",
-        ),
-    ],
-)
-def test_another_tenant_or_the_proposer_is_forbidden_and_recorded(
-    waiting: tuple[InMemoryPipeline, Approval], approver: Approver, reason: str
+DECIDE_ROLE = "arn:aws:iam::123456789012:role/intentbus-DecideFunctionRole-1A2B"
+DECIDE_SESSION = "arn:aws:sts::123456789012:assumed-role/intentbus-DecideFunctionRole-1A2B/intentbus-decide"
+
+
+def test_another_tenant_gets_not_found_and_nothing_is_read_or_recorded(
+    waiting: tuple[InMemoryPipeline, Approval],
 ) -> None:
+    """Attack: an approver of globex decides acme's approval through the desk (the CLI's path)."""
     pipeline, approval = waiting
-    result = decide(pipeline, approval, approver)
-    assert (result.answer, result.http_status, result.reason) == (Answer.FORBIDDEN, 403, reason)
+    result = decide(pipeline, approval, Approver(id="mallory", tenant_id="globex", via="cli"))
+    assert (result.answer, result.http_status, result.approval) == (Answer.NOT_FOUND, 404, None)
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.AWAITING_APPROVAL
+    assert [e for e in pipeline.store.entries(TENANT, "run-1") if e.stage == "approval-attempt"] == []
+
+
+def test_a_name_like_the_agents_is_no_proposer() -> None:
+    """A person whose id happens to be the agent's name is not the proposer: principals are compared."""
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(Catalog([release_workflow()]), pipeline_roles={"decide": DECIDE_ROLE})
+    pipeline.run(_release_ready())
+    (approval,) = pipeline.store.approvals.values()
+    assert approval.proposers == (DECIDE_ROLE.lower(),)
+    namesake = Approver(id="release-bot", tenant_id=TENANT, via="iam")
+    assert decide(pipeline, approval, namesake).http_status == 200
+
+
+def test_the_decide_role_cannot_approve_its_own_proposal_and_retries_are_one_entry() -> None:
+    """Attack: decide's role (any session of it) approves the command decide proposed, 20 times."""
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(Catalog([release_workflow()]), pipeline_roles={"decide": DECIDE_ROLE})
+    pipeline.run(_release_ready())
+    (approval,) = pipeline.store.approvals.values()
+    robot = Approver(id=DECIDE_SESSION, tenant_id=TENANT, via="iam")
+    results = [decide(pipeline, approval, robot) for _ in range(20)]
+    assert {(r.answer, r.http_status) for r in results} == {(Answer.FORBIDDEN, 403)}
     assert pipeline.store.states[(TENANT, "run-1")].status is Status.AWAITING_APPROVAL
     attempts = [e for e in pipeline.store.entries(TENANT, "run-1") if e.stage == "approval-attempt"]
-    assert [e.summary["reason"] for e in attempts] == [reason]
+    assert len(attempts) == 1
     assert DEPLOYS == []
+
+
+def test_a_stage_role_never_decides_even_what_another_stage_proposed() -> None:
+    """Attack: the record stage's role approves (the stage roles are never approvers)."""
+    DEPLOYS.clear()
+    record_role = "arn:aws:iam::123456789012:role/intentbus-RecordFunctionRole-9Z"
+    pipeline = InMemoryPipeline(
+        Catalog([release_workflow()]), pipeline_roles={"decide": DECIDE_ROLE, "record": record_role}
+    )
+    pipeline.run(_release_ready())
+    (approval,) = pipeline.store.approvals.values()
+    session = "arn:aws:sts::123456789012:assumed-role/intentbus-RecordFunctionRole-9Z/s"
+    assert decide(pipeline, approval, Approver(id=session, tenant_id=TENANT, via="iam")).http_status == 403
+
+
+def test_approval_ids_differ_between_deployments_and_stay_across_redeliveries() -> None:
+    """Attack: predict an approval id from the command's inputs (uuid5 under a public namespace)."""
+    ids = []
+    for salt in ("stack-a", "stack-b", "stack-a"):
+        pipeline = InMemoryPipeline(Catalog([release_workflow()]), id_salt=salt)
+        pipeline.run(_release_ready())
+        (approval,) = pipeline.store.approvals.values()
+        ids.append(approval.approval_id)
+    assert ids[0] != ids[1]
+    assert ids[0] == ids[2]
+    # record finds the salted approval's rejection in its log: the run is denied, nothing quarantined
+    (approval,) = pipeline.store.approvals.values()
+    assert decide(pipeline, approval, approve=False, reason="not today").answer is Answer.REJECTED
+    assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
+    assert pipeline.quarantine.records == []
+
+
+def _release_ready() -> str:
+    return raw_body(
+        {
+            "id": "evt-1",
+            "tenant_id": TENANT,
+            "run_id": "run-1",
+            "type": "ReleaseReady",
+            "payload": {"service": "api", "version": "2.0"},
+        },
+        detail_type="ReleaseReady",
+    )
 
 
 def test_a_run_waiting_across_a_new_definition_version_fails_with_the_reason_and_runs_nothing(
@@ -332,3 +392,45 @@ def test_an_expiry_whose_publish_failed_is_announced_by_the_next_sweep(
     assert pipeline.store.states[(TENANT, "run-1")].status is Status.DENIED
     assert pipeline.desk.expire_due() == []
     assert DEPLOYS == []
+
+
+PRODUCER_ROLE = "arn:aws:iam::123456789012:role/release-pipeline"
+
+
+def direct_deploys() -> Workflow:
+    """A command another system sends directly, which always needs a person."""
+    workflow = Workflow(
+        name="direct-deploys",
+        version="1",
+        policy=Policy(rules=(Rule(id="needs-a-person", command="ship", effect=Effect.REQUIRE_APPROVAL),)),
+    )
+    workflow.command("ship", Deploy, tool=deploy, starts=True)
+    workflow.event("Shipped", Released)
+    workflow.step(Step(on="ship", agent=None, outcome="Shipped", final=True, tools=("ship",)))
+    return workflow
+
+
+def test_the_producer_of_a_direct_command_cannot_approve_it() -> None:
+    """Attack: the release pipeline sends a deploy command directly, then approves it with its own role."""
+    DEPLOYS.clear()
+    pipeline = InMemoryPipeline(
+        Catalog([direct_deploys()]),
+        producers=ProducerBindings.parse(f"releases.example=acme by {PRODUCER_ROLE}"),
+        pipeline_roles={"validate": "arn:aws:iam::123456789012:role/validate"},
+    )
+    command = {"id": "cmd-1", "tenant_id": TENANT, "run_id": "run-1", "type": "ship", "kind": "command"}
+    pipeline.run(
+        raw_body(
+            {**command, "payload": {"service": "api", "version": "3"}},
+            detail_type="ship",
+            source="releases.example",
+        )
+    )
+    (approval,) = pipeline.store.approvals.values()
+    assert set(approval.proposers) == {PRODUCER_ROLE, "arn:aws:iam::123456789012:role/validate"}
+    session = "arn:aws:sts::123456789012:assumed-role/release-pipeline/build-42"
+    own = decide(pipeline, approval, Approver(id=session, tenant_id=TENANT, via="iam"))
+    assert (own.answer, own.http_status) == (Answer.FORBIDDEN, 403)
+    assert DEPLOYS == []
+    assert decide(pipeline, approval).answer is Answer.APPROVED
+    assert DEPLOYS == ["api@3"]

@@ -119,7 +119,7 @@ def test_approval_required_leaves_a_pending_approval_and_stops() -> None:
     approvals = list(pipeline.store.approvals.values())
     assert sorted(approval.command.payload["warehouse"] for approval in approvals) == ["north", "south"]
     assert all(a.expires_at - a.requested_at == sample_workflow.workflow.approval_timeout for a in approvals)
-    assert {(a.proposed_by, a.confidence, a.evidence["rationale"]) for a in approvals} == {
+    assert {(a.proposed_by, a.confidence, a.rationale) for a in approvals} == {
         ("clerk", 1.0, "ship from two warehouses")
     }
     assert [e.type for e in pipeline.bus.published].count("HumanApprovalRequired") == 2

@@ -52,8 +52,18 @@ def test_wildcards_bind_any_tenant_or_any_source() -> None:
         ("crm.example@12=acme", "not an account id"),
         ("crm.example=not a tenant", "is not a tenant id"),
         ("bad source=acme", "is not a source"),
+        ("crm.example=acme by crm-bot", "is not an IAM principal ARN"),
     ],
 )
 def test_a_malformed_binding_is_a_configuration_error_naming_the_entry(text: str, says: str) -> None:
     with pytest.raises(ConfigurationError, match=says):
         ProducerBindings.parse(text)
+
+
+def test_a_binding_may_name_the_principal_that_sends_as_the_source() -> None:
+    role = f"arn:aws:iam::{OTHER}:role/crm-producer"
+    bindings = ProducerBindings.parse(f"crm.example@{OTHER}=acme|globex by {role}; monitoring.example=acme")
+    assert bindings.allows(account=OTHER, source="crm.example", tenant_id="globex", own_account=OWN)
+    assert bindings.principal(account=OTHER, source="crm.example", own_account=OWN) == role
+    assert bindings.principal(account=OWN, source="crm.example", own_account=OWN) is None
+    assert bindings.principal(account=OWN, source="monitoring.example", own_account=OWN) is None

@@ -346,13 +346,22 @@ def test_only_the_resumed_input_is_decided_at_the_resumed_step(paused: InMemoryP
     assert len(pingpong_workflow.agent_calls) == LIMIT + 3
 
 
-def test_a_reviewer_of_another_tenant_is_forbidden(paused: InMemoryPipeline) -> None:
+def test_a_reviewer_of_another_tenant_finds_nothing_and_leaves_nothing(paused: InMemoryPipeline) -> None:
+    """Attack: globex's reviewer resumes acme's run (20 times): not found, the run's log unchanged."""
     before = run(paused)
-    result = resume(paused, BudgetOverride(max_depth=LIMIT + 2), reviewer=MALLORY)
-    assert (result.answer, result.http_status) == (Answer.FORBIDDEN, 403)
-    assert result.reason == "mallory of tenant globex may not answer for tenant acme"
+    logged = len(paused.store.entries(TENANT, before.run_id))
+    for _ in range(20):
+        result = resume(paused, BudgetOverride(max_depth=LIMIT + 2), reviewer=MALLORY)
+        assert (result.answer, result.http_status, result.state) == (Answer.NOT_FOUND, 404, None)
     assert run(paused) == before
-    assert [e.summary["reviewer"] for e in entries(paused, ATTEMPT_STAGE)] == ["mallory"]
+    assert len(paused.store.entries(TENANT, before.run_id)) == logged
+
+
+def test_the_same_refusal_again_is_one_entry(paused: InMemoryPipeline) -> None:
+    """Attack: grow the run's log with refused resumes (a raise too small, 20 times)."""
+    for _ in range(20):
+        assert resume(paused, BudgetOverride(max_depth=1)).answer is Answer.INSUFFICIENT
+    assert len(entries(paused, ATTEMPT_STAGE)) == 1
 
 
 def test_a_run_that_does_not_exist_is_not_found(paused: InMemoryPipeline) -> None:

@@ -130,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
 
     producer_policy.add_parser(commands)  # producer policy
 
+    from intentbus.cli import users
+
+    users.add_parser(commands)  # users add|list
+
     ops.add_commands(commands)  # runs, dlq, quarantine
 
     schema = commands.add_parser("schema", help="JSON Schema of every registered type")
@@ -180,6 +184,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from intentbus.cli import producer_policy
 
         return producer_policy.run(args)
+    if args.command == "users":
+        from intentbus.cli import users
+
+        return users.run(args)
     from intentbus.cli import local
 
     if args.command == "demo":

@@ -12,10 +12,11 @@ from intentbus import facts
 from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.ids import derive_id, input_identity
+from intentbus.ids import approval_id, input_identity
 from intentbus.journal import Approval, Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
+from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
@@ -235,7 +236,7 @@ class AuthorizeStage(Stage):
             payload = facts.CommandDenied(command=command, verdict=verdict)
         else:
             fact_type, outcome = facts.HUMAN_APPROVAL_REQUIRED, Outcome.WAITING
-            approval, new_state = _approval(turn)
+            approval, new_state = _approval(turn, self.deps)
             payload = facts.HumanApprovalRequired(
                 command=command,
                 verdict=verdict,
@@ -321,18 +322,27 @@ def _outside_resources(
     return None
 
 
-def _approval(turn: _Turn) -> tuple[Approval, WorkflowState]:
+def proposers(fact: facts.CommandProposed, roles: dict[str, str]) -> tuple[str, ...]:
+    """Who proposed, as principals: decide's role for an agent's proposal; for a command another
+    system sent, validate's role and the producer bound to its source (``ProducerBindings``)."""
+    found = [roles.get("decide")] if fact.agent is not None else [roles.get("validate"), fact.producer]
+    return tuple(canonical(principal) for principal in found if principal)
+
+
+def _approval(turn: _Turn, deps: StageDeps) -> tuple[Approval, WorkflowState]:
     """A pending approval that expires by the workflow's timeout, and the run waiting for it."""
     command = turn.fact.command
     approval = Approval(
-        approval_id=derive_id(command.id, "approval"),
+        approval_id=approval_id(command.id, deps.id_salt),
         tenant_id=command.tenant_id,
         run_id=command.run_id,
         workflow=turn.workflow.name,
         command=command,
         proposed_at_version=turn.state.version,
         proposed_by=turn.fact.agent,
-        evidence={"rationale": turn.fact.rationale, **turn.fact.evidence},
+        proposers=proposers(turn.fact, deps.pipeline_roles),
+        rationale=turn.fact.rationale,
+        evidence=dict(turn.fact.evidence),
         confidence=turn.fact.confidence,
         requested_at=turn.now,
         expires_at=turn.now + turn.workflow.approval_timeout,

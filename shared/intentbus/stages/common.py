@@ -74,6 +74,11 @@ class StageDeps:
     settings: dict[str, str] = field(default_factory=dict)
     producers: ProducerBindings = field(default_factory=ProducerBindings.none)
     """Which tenants each producer may send for; by default nobody may (``ProducerBindings``)."""
+    id_salt: str = ""
+    """The deployment's own (the stack's id, ``INTENTBUS_ID_SALT``): the ids a person is shown (approval
+    ids) differ between deployments, and stay the same across a redeploy and a redelivery."""
+    pipeline_roles: dict[str, str] = field(default_factory=dict)
+    """Stage -> its role's canonical ARN (``INTENTBUS_PIPELINE_ROLES``): the principals that propose."""
 
 
 def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:

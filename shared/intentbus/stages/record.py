@@ -12,7 +12,7 @@ from intentbus import facts
 from intentbus.definition import Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
-from intentbus.ids import derive_id
+from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
@@ -73,7 +73,7 @@ class RecordStage(Stage):
     def _attempt(self, incoming: Envelope, fact: OutcomeFact) -> StageResult | None:
         command = fact.command
         denied = isinstance(fact, facts.CommandDenied)
-        producers = _deniers(incoming, command) if denied else []
+        producers = _deniers(incoming, command, self.deps.id_salt) if denied else []
         snapshot = self.store.snapshot(
             command.tenant_id,
             command.run_id,
@@ -251,10 +251,12 @@ class RecordStage(Stage):
         )
 
 
-def _deniers(incoming: Envelope, command: Envelope) -> list[tuple[str, str]]:
+def _deniers(incoming: Envelope, command: Envelope, salt: str) -> list[tuple[str, str]]:
     """Where a CommandDenied is recorded: authorize's verdict on the proposal, or the approval's entry
-    (a person's rejection, or the expiry that cancelled it)."""
-    return [("authorize", incoming.causation_id or ""), ("approval", derive_id(command.id, "approval"))]
+    (a person's rejection, or the expiry that cancelled it), under its salted id or, for an approval
+    requested before ids were salted, the unsalted one."""
+    approvals = dict.fromkeys((approval_id(command.id, salt), approval_id(command.id, "")))
+    return [("authorize", incoming.causation_id or ""), *(("approval", found) for found in approvals)]
 
 
 def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelope) -> None:
@@ -267,9 +269,10 @@ def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelop
         raise NotRecorded(
             f"{incoming.type} for command {command.id}, whose authorization is not recorded", field="detail"
         )
-    if granted.command_digest != fact_digest(command) or granted.fact_id != incoming.causation_id:
+    other_command = granted.command_digest != fact_digest(command)
+    if other_command or granted.fact_id != incoming.causation_id:
         raise NotRecorded(
             f"{incoming.type} for command {command.id} does not follow its recorded authorization "
             f"{granted.fact_id}",
-            field="detail.payload.command",
+            field="detail.payload.command" if other_command else "detail.causation_id",
         )

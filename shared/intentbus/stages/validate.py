@@ -71,7 +71,10 @@ class ValidateStage(Stage):
                 raise MalformedInput(why, field="tenant_id")
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        return self._accept(envelope, identity)
+        producer = self.deps.producers.principal(
+            account=account, source=envelope.source, own_account=self.account
+        )
+        return self._accept(envelope, identity, producer)
 
     def _domain_event(self, bus_event: EventBridgeModel, body: str, message_id: str | None) -> StageResult:
         """A workflow's outcome event re-enters here; only the one record published is accepted.
@@ -112,9 +115,9 @@ class ValidateStage(Stage):
             return self.reject(unreadable, body, message_id)
         return self._accept(envelope, identity)
 
-    def _accept(self, envelope: Envelope, identity: str) -> StageResult:
+    def _accept(self, envelope: Envelope, identity: str, producer: str | None = None) -> StageResult:
         now = self.deps.clock.now()
-        output = self._accepted(envelope, identity, now)
+        output = self._accepted(envelope, identity, now, producer)
         entry = LogEntry(
             stage=STAGE,
             input_id=identity,
@@ -132,14 +135,17 @@ class ValidateStage(Stage):
         return result
 
     @staticmethod
-    def _accepted(envelope: Envelope, identity: str, now: datetime) -> Envelope:
-        """A command sent directly by another system is a proposal; an event is a fact to decide on.
+    def _accepted(envelope: Envelope, identity: str, now: datetime, producer: str | None) -> Envelope:
+        """A command sent directly by another system is a proposal (by the producer bound to its source,
+        when the binding names one); an event is a fact to decide on.
 
         Its id is derived from the input's identity, so every id the pipeline derives for this input
         differs from those of another tenant's or another source's input with the same id."""
         payload: Payload
         if envelope.kind is Kind.COMMAND:
-            payload = facts.CommandProposed(command=envelope, decision_id=envelope.id, agent=None)
+            payload = facts.CommandProposed(
+                command=envelope, decision_id=envelope.id, agent=None, producer=producer
+            )
             fact_type = facts.COMMAND_PROPOSED
         else:
             payload = facts.EventAccepted(event=envelope)

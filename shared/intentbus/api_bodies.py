@@ -1,0 +1,35 @@
+"""The approvals API's request bodies and path parameters: small, closed, validated before a handler runs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from intentbus.envelope import TENANT_PATTERN
+
+APPROVAL_ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$"
+TENANT_ID_PATTERN = TENANT_PATTERN
+MAX_BODY_BYTES = 16 * 1024
+REASON_LENGTH = 1000
+
+
+class _Body(BaseModel):
+    # Unknown fields are refused by name: a body that says who decides ("approver", "tenant_id") is a 400.
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DecisionBody(_Body):
+    reason: str = Field(default="", max_length=REASON_LENGTH)
+
+
+class CancelBody(_Body):
+    reason: str = Field(min_length=1, max_length=REASON_LENGTH)
+    version: int | None = Field(default=None, ge=1)
+    """The run's version at the pause answered (``GET .../reviews`` shows it); default: the latest pause."""
+
+
+class ResumeBody(CancelBody):
+    max_depth: int | None = Field(default=None, ge=0, le=100_000)
+    max_steps: int | None = Field(default=None, ge=0, le=100_000)
+    max_tokens: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    deadline_hours: float | None = Field(default=None, gt=0, le=24 * 366)
