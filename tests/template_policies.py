@@ -24,6 +24,7 @@ _PSEUDO = {
     "AWS::AccountId": ACCOUNT,
     "AWS::Region": REGION,
     "AWS::StackName": STACK,
+    "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{STACK}/0a1b2c3d-4e5f",
     "AWS::Partition": PARTITION,
     "AWS::URLSuffix": "amazonaws.com",
 }

@@ -179,6 +179,10 @@ class ReviewDesk:
     store: ReviewStore
     stage_principals: frozenset[str] = frozenset()
     """The pipeline's stage roles: they never answer a pause."""
+    catalog_is_deployed: bool = True
+    """Whether ``deps.catalog`` is the deployment's own: then a resume of a run whose definition it lacks
+    is refused up front. A desk outside the deployment (the CLI, which loads no workflow modules) cannot
+    tell, and leaves it to the stages, which end such a run FAILED with the reason."""
 
     def __post_init__(self) -> None:
         self.stage_principals = frozenset(canonical(principal) for principal in self.stage_principals)
@@ -266,7 +270,7 @@ class ReviewDesk:
         return self._resume(request, state, pause)
 
     def _resume(self, request: _Request, state: WorkflowState, pause: Pause) -> Result | None:
-        retired = why_retired(self.deps, state)
+        retired = why_retired(self.deps, state) if self.catalog_is_deployed else None
         if retired is not None:
             why = f"{retired}: it cannot be resumed; cancel it"
             return self._refuse(request, state, Answer.CONFLICT, why)

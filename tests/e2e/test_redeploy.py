@@ -40,7 +40,9 @@ def approve(cloud: LocalCloud, tenant: str) -> dict[str, Any]:
     api = front(cloud, LocalUser(email="ann@example.com", tenant_id=tenant))
     try:
         base = f"{api.url}/v1/tenants/{tenant}/approvals"
-        status, answer = call(f"{base}/{pending.approval_id}/approve", "POST", {"reason": "go"})
+        status, answer = call(
+            f"{base}/{pending.approval_id}/approve", "POST", {"reason": "go"}, token=api.session_token
+        )
     finally:
         api.close()
     assert status == 200, answer

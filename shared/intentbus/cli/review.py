@@ -86,7 +86,7 @@ def desk(target: Target) -> tuple[ReviewDesk, AwsClients]:
     from intentbus.review import ReviewDesk
 
     deps, store, clients = desk_parts(target)
-    return ReviewDesk(deps, store), clients
+    return ReviewDesk(deps, store, catalog_is_deployed=False), clients
 
 
 def raised_budget(args: argparse.Namespace) -> BudgetOverride:
