@@ -6,6 +6,8 @@
   include the architecture of every function that uses it.
 * The runtime's SDK: no function or layer ships boto3, botocore, s3transfer or their dependencies
   (``lambda_python.RUNTIME_SDK``) unless its Metadata ``BundledSdkReason`` says why.
+* Tooling: no function or layer ships intentbus's tooling (the CLI, the local cloud, the build check,
+  the fault harness, ``intentbus.testing``) or what only the tooling needs (rich, moto).
 * Size (Lambda's quotas): a function's directory plus all its layers at most 250 MiB unzipped; each
   function's and each layer's .zip at most 50 MiB (the limit for a direct upload; ``sam deploy``
   uploads through S3, where only the unzipped limit applies).
@@ -37,6 +39,8 @@ from intentbus_build.lambda_python import (
 from intentbus_build.sizes import unzipped_bytes, zipped_bytes
 
 DEFAULT_BUILD_DIR = Path(".aws-sam/build")
+TOOLING = ("intentbus_cli", "intentbus_local", "intentbus_build", "intentbus_faults", "intentbus/testing")
+TOOLING_DEPENDENCIES = ("rich", "moto")
 _MACHINE_NAMES = {machine: architecture for architecture, machine in ARCHITECTURES.items()}
 
 
@@ -70,11 +74,13 @@ def check(build: Build) -> Report:
         report.problems.extend(_architecture_declared(function))
         report.problems.extend(_compiled_code(function.path, _architectures_of([function])))
         report.problems.extend(_runtime_sdk(function.logical_id, [function.path], function.sdk_reason))
+        report.problems.extend(_tooling(function.logical_id, [function.path]))
         report.not_checked.extend(f"{function.logical_id}: layer {ref}" for ref in function.external_layers)
     for layer in build.layers.values():
         users = [f for f in build.functions.values() if layer.logical_id in f.layers]
         report.problems.extend(_layer_architectures(layer, users))
         report.problems.extend(_runtime_sdk(layer.logical_id, layer_paths(layer.path), layer.sdk_reason))
+        report.problems.extend(_tooling(layer.logical_id, layer_paths(layer.path)))
     report.sizes = {
         a.logical_id: Size(a.logical_id, unzipped_bytes(a.path), zipped_bytes(a.path))
         for a in artifacts
@@ -167,6 +173,13 @@ def _sdk_distributions(root: Path) -> Iterator[tuple[str, Path]]:
                 yield name, entry
         elif entry.name.removesuffix(".py") in SDK_IMPORT_NAMES:
             yield SDK_IMPORT_NAMES[entry.name.removesuffix(".py")], entry
+
+
+def _tooling(logical_id: str, roots: Sequence[Path]) -> Iterator[str]:
+    for root in roots:
+        for name in (*TOOLING, *TOOLING_DEPENDENCIES):
+            if (root / name).exists():
+                yield f"{logical_id}: ships {name} ({root / name}), which no deployed function imports"
 
 
 def _names(functions: Sequence[str]) -> str:

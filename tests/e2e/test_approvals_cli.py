@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.main import main
 from intentbus.state import Status
+from intentbus_cli.main import main
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from tests.e2e.conftest import waiting_in_production

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.main import main
 from intentbus.state import Status
 from intentbus_build.built_template import read_build
 from intentbus_build.check import check
 from intentbus_build.lambda_python import host_architecture
+from intentbus_cli.main import main
 from intentbus_local import seed
 from intentbus_local.built_runtime import BuiltRuntime
 from intentbus_local.cloud import LocalCloud

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from intentbus.cli.main import main
+from intentbus_cli.main import main
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,9 @@ import pytest
 
 from intentbus import facts
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.main import main
 from intentbus.journal import LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
+from intentbus_cli.main import main
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import ApiDispatcher, LocalUser
 from tests import pingpong_workflow

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.main import main
 from intentbus.state import Status
+from intentbus_cli.main import main
 from intentbus_local.cloud import LocalCloud
 
 TENANT = "acme"

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.main import main
 from intentbus.state import Status, WorkflowState
+from intentbus_cli.main import main
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import LocalUser

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.adapters.sqs_queues import SqsQueues
-from intentbus.cli.main import main
 from intentbus.state import Status
+from intentbus_cli.main import main
+from intentbus_cli.sqs_queues import SqsQueues
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.faults import throttling_error
 from tests.botocore_calls import Call, CallLog, recording

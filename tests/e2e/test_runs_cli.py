@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli import run_view
-from intentbus.cli.main import main
 from intentbus.state import Status
+from intentbus_cli import run_view
+from intentbus_cli.main import main
 from intentbus_local.cloud import LocalCloud
 from tests.e2e.conftest import waiting_in_production
 from tests.e2e.targets import target_args
@@ -102,7 +102,7 @@ def test_runs_show_json_validates_against_the_shipped_schema(
 ) -> None:
     cloud, run_id = approved
     shipped = json.loads(run_view.SCHEMA_PATH.read_text())
-    assert shipped == run_view.schema(), "regenerate it: python -m intentbus.cli.run_view"
+    assert shipped == run_view.schema(), "regenerate it: python -m intentbus_cli.run_view"
 
     assert runs(cloud, "show", run_id, "--json") == 0
     view = json.loads(capsys.readouterr().out)

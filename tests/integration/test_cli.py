@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from intentbus.catalog import Catalog
-from intentbus.cli.main import main
+from intentbus_cli.main import main
 
 EVENTS = Path(__file__).parents[2] / "infra" / "events" / "sample.jsonl"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from intentbus.api_identity import APPROVERS_GROUP, TENANT_CLAIM
-from intentbus.cli.users import POOL_LOGICAL_ID
+from intentbus_cli.users import POOL_LOGICAL_ID
 from intentbus_local.template import load_template
 from tests.iam_eval import Decision, Request, evaluate
 from tests.template_policies import ACCOUNT, TemplatePolicies

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from intentbus.cli.main import main
 from intentbus.producers import ProducerBindings
+from intentbus_cli.main import main
 from tests.integration.conftest_moto import aws, client  # noqa: F401
 
 ARN = "arn:aws:events:us-east-1:123456789012:event-bus/intentbus-ingress-intentbus"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from intentbus.cli.main import main
 from intentbus.facts import PIPELINE_SOURCE, WORKFLOW_SOURCE
+from intentbus_cli.main import main
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.template import load_template

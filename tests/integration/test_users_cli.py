@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from intentbus.cli.main import main
+from intentbus_cli.main import main
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""An in-memory SQS for intentbus.queue_moves: visibility timeouts on a virtual clock, receive counts."""
+"""An in-memory SQS for intentbus_cli.queue_moves: visibility timeouts on a virtual clock, receive counts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from intentbus.queue_moves import MoveTaskUnsupported, Outgoing, QueuedMessage, TaskStatus
+from intentbus_cli.queue_moves import MoveTaskUnsupported, Outgoing, QueuedMessage, TaskStatus
 
 
 @dataclass

@@ -209,6 +209,24 @@ def test_a_function_that_ships_the_sdk_is_refused(tmp_path: Path) -> None:
     assert [p.split(" (")[0] for p in problems(build)] == ["ValidateFunction: ships boto3"]
 
 
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "intentbus_cli/main.py",
+        "intentbus_local/cloud.py",
+        "intentbus/testing/__init__.py",
+        "rich/__init__.py",
+    ],
+)
+def test_a_layer_that_ships_the_tooling_is_refused(tmp_path: Path, entry: str) -> None:
+    build = make_build(tmp_path)
+    write(build / "IntentbusLayer" / "python" / entry)
+
+    (problem,) = problems(build)
+
+    assert problem.startswith(f"IntentbusLayer: ships {entry.rsplit('/', 1)[0]} (")
+
+
 # ---------------------------------------------------------------------- sizes
 
 

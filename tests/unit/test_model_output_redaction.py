@@ -23,13 +23,13 @@ from botocore.stub import Stubber
 from intentbus import facts
 from intentbus.adapters.bedrock_agent import BedrockAgent
 from intentbus.adapters.sqs_quarantine import MAX_MESSAGE_BYTES, SqsQuarantine
-from intentbus.cli import ops
-from intentbus.cli.main import main
-from intentbus.cli.quarantined import RAW_OUTPUT_HIDDEN
 from intentbus.definition import MalformedDecision
 from intentbus.handler import SqsStageHandler
 from intentbus.registry import REDACTED
 from intentbus.workflows import incident
+from intentbus_cli import ops
+from intentbus_cli.main import main
+from intentbus_cli.quarantined import RAW_OUTPUT_HIDDEN
 from tests.fakes import ManualClock, bus_body
 from tests.harness import InMemoryPipeline
 from tests.unit.fake_queues import FakeQueues

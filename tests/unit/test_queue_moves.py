@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from intentbus.queue_moves import (
+from intentbus_cli.queue_moves import (
     MoveTaskUnsupported,
     Outgoing,
     Progress,

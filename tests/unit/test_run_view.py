@@ -6,9 +6,9 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
-from intentbus.cli import run_view, tables
-from intentbus.cli.runs import timeline_table
 from intentbus.journal import LogEntry, Outcome
+from intentbus_cli import run_view, tables
+from intentbus_cli.runs import timeline_table
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 
@@ -87,7 +87,7 @@ def test_the_timeline_is_in_time_order_with_kinds_actors_and_ids() -> None:
 
 def test_the_shipped_schema_is_the_models_schema() -> None:
     shipped = json.loads(run_view.SCHEMA_PATH.read_text())
-    assert shipped == run_view.schema(), "regenerate it: python -m intentbus.cli.run_view"
+    assert shipped == run_view.schema(), "regenerate it: python -m intentbus_cli.run_view"
 
 
 def test_plain_tables_align_columns_and_rich_tables_keep_brackets_literal() -> None:

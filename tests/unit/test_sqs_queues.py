@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from intentbus.adapters.sqs_queues import SqsQueues
-from intentbus.queue_moves import MoveTaskUnsupported, Outgoing, run_move_task
+from intentbus_cli.queue_moves import MoveTaskUnsupported, Outgoing, run_move_task
+from intentbus_cli.sqs_queues import SqsQueues
 
 DLQ_ARN = "arn:aws:sqs:us-east-1:123456789012:dlq"
 URL = "https://sqs.us-east-1.amazonaws.com/123456789012/source"

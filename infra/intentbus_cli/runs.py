@@ -7,8 +7,8 @@ import sys
 from datetime import UTC, datetime
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli import tables
-from intentbus.cli.run_view import RunView, build
+from intentbus_cli import tables
+from intentbus_cli.run_view import RunView, build
 
 
 def when(at: datetime | None) -> str:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from intentbus.cli import ops
-from intentbus.cli.desks import Target, add_target_arguments
 from intentbus.errors import ConfigurationError, PublishError
+from intentbus_cli import ops
+from intentbus_cli.desks import Target, add_target_arguments
 
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
 
@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         "--then-events", type=Path, help="events to emit after the redeploy (JSON lines, like --events)"
     )
 
-    from intentbus.cli import emit
+    from intentbus_cli import emit
 
     emit.add_parser(commands, SEED_WORKFLOWS)  # emit, with the producer client
 
@@ -122,15 +122,15 @@ def _parser() -> argparse.ArgumentParser:
         if name != "show":
             command.add_argument("--reason", default="", required=name == "reject")
 
-    from intentbus.cli import review
+    from intentbus_cli import review
 
     review.add_parser(commands, SEED_WORKFLOWS)
 
-    from intentbus.cli import producer_policy
+    from intentbus_cli import producer_policy
 
     producer_policy.add_parser(commands)  # producer policy
 
-    from intentbus.cli import users
+    from intentbus_cli import users
 
     users.add_parser(commands)  # users add|list
 
@@ -163,13 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
         from intentbus.catalog import Catalog
-        from intentbus.cli.schema import export
+        from intentbus_cli.schema import export
 
         written = export(Catalog.from_modules(args.workflows), args.out)
         print(f"wrote {len(written)} schemas to {args.out}/")
         return 0
     if args.command == "emit":
-        from intentbus.cli import emit
+        from intentbus_cli import emit
 
         return emit.run(args)
     if args.command == "approvals":
@@ -177,18 +177,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in ops.COMMANDS:
         return ops.dispatch(args)
     if args.command == "review":
-        from intentbus.cli import review
+        from intentbus_cli import review
 
         return review.run(args)
     if args.command == "producer":
-        from intentbus.cli import producer_policy
+        from intentbus_cli import producer_policy
 
         return producer_policy.run(args)
     if args.command == "users":
-        from intentbus.cli import users
+        from intentbus_cli import users
 
         return users.run(args)
-    from intentbus.cli import local
+    from intentbus_cli import local
 
     if args.command == "demo":
         return local.demo(mode=args.mode, environment=args.environment, decision=args.decision)
@@ -216,7 +216,7 @@ def _parameter(text: str) -> tuple[str, str]:
 
 
 def _approvals(args: argparse.Namespace) -> int:
-    from intentbus.cli import approvals
+    from intentbus_cli import approvals
 
     desk, clients = approvals.desk(Target.from_args(args))
     if args.approvals_command == "list":

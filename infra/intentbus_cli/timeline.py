@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from intentbus.cli.tables import plain
 from intentbus.journal import LogEntry
+from intentbus_cli.tables import plain
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import json
 
 from intentbus.adapters.clients import AwsClients
 from intentbus.approvals import ApprovalDesk, Approver, Result
-from intentbus.cli.desks import Target, desk_parts
 from intentbus.journal import Approval
+from intentbus_cli.desks import Target, desk_parts
 
 
 def desk(target: Target) -> tuple[ApprovalDesk, AwsClients]:

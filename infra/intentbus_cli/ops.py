@@ -140,14 +140,14 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from intentbus.cli.targets import Target
+    from intentbus_cli.targets import Target
 
     return Target(stack=args.stack, endpoint_url=args.endpoint_url)
 
 
 def _runs(args: argparse.Namespace) -> int:
     from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-    from intentbus.cli import runs
+    from intentbus_cli import runs
 
     target = _target(args)
     store = DynamoWorkflowStore(target.workflow_table(args.table), target.client("dynamodb"))
@@ -160,7 +160,7 @@ def _sqs(args: argparse.Namespace, target: Any) -> Any:
     from botocore.config import Config
 
     from intentbus.adapters.clients import DEFAULT_CONFIG, AwsClients
-    from intentbus.adapters.sqs_queues import SqsQueues
+    from intentbus_cli.sqs_queues import SqsQueues
 
     # Asked once, without retries: a missing StartMessageMoveTask answers an error at once.
     once = AwsClients(
@@ -171,7 +171,7 @@ def _sqs(args: argparse.Namespace, target: Any) -> Any:
 
 
 def _dlq(args: argparse.Namespace) -> int:
-    from intentbus.cli import dead_letters
+    from intentbus_cli import dead_letters
 
     target = _target(args)
     queues = target.dead_letter_queues(args.queue)
@@ -188,8 +188,8 @@ def _dlq(args: argparse.Namespace) -> int:
 
 
 def _quarantine(args: argparse.Namespace) -> int:
-    from intentbus.cli import quarantined
     from intentbus.errors import ConfigurationError
+    from intentbus_cli import quarantined
 
     target = _target(args)
     queue = target.queue(args.queue, default_logical_id="QuarantineQueue", what="quarantine queue")

@@ -16,7 +16,7 @@ Mode = Literal["server", "inprocess"]
 
 
 def demo(*, mode: Mode, environment: str, decision: Literal["approve", "reject"] | None) -> int:
-    from intentbus_local.demo import run, terminal_prompt
+    from intentbus_cli.demo import run, terminal_prompt
 
     result = run(mode=mode, environment=environment, decision=decision, ask=terminal_prompt())
     if not result.succeeded:
@@ -42,7 +42,7 @@ def run_events(
     until idle again: whatever waits (approvals, reviews) crosses the redeploy. The report of the first
     events is read at the very end, so it tells how their runs ended after the redeploy too.
     ``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``)."""
-    from intentbus.cli.emit import read_envelopes
+    from intentbus_cli.emit import read_envelopes
     from intentbus_local import report as reporting
     from intentbus_local import seed
     from intentbus_local.cloud import LocalCloud

@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from intentbus.adapters.sqs_queues import SqsQueues
-from intentbus.cli import bodies, tables
-from intentbus.cli.dead_letters import ProgressLines, summary_line
-from intentbus.cli.targets import Queue
 from intentbus.errors import ConfigurationError
-from intentbus.queue_moves import Outgoing, Progress, QueuedMessage, QueuePort, Step, move_messages, peek
+from intentbus_cli import bodies, tables
+from intentbus_cli.dead_letters import ProgressLines, summary_line
+from intentbus_cli.queue_moves import Outgoing, Progress, QueuedMessage, QueuePort, Step, move_messages, peek
+from intentbus_cli.sqs_queues import SqsQueues
+from intentbus_cli.targets import Queue
 
 RAW_OUTPUT_HIDDEN = "[hidden: the model's own output; --raw-output shows it]"
 RESUBMITTED_FROM = "intentbus.resubmitted_from"

@@ -10,7 +10,7 @@ import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from intentbus.cli.desks import Target, add_target_arguments, desk_parts
+from intentbus_cli.desks import Target, add_target_arguments, desk_parts
 
 if TYPE_CHECKING:
     from intentbus.adapters.clients import AwsClients
@@ -51,7 +51,7 @@ def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str)
 
 
 def run(args: argparse.Namespace) -> int:
-    from intentbus.cli.approvals import caller
+    from intentbus_cli.approvals import caller
 
     review_desk, clients = desk(Target.from_args(args))
     if args.review_command == "list":

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.cli.timeline import render
 from intentbus.journal import LogEntry
 from intentbus.state import Status, WorkflowState
+from intentbus_cli.timeline import render
 from intentbus_local import seed
 from intentbus_local.backend import Mode
 from intentbus_local.cloud import LocalCloud, RunSummary

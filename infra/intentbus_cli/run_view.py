@@ -4,7 +4,7 @@ Each log entry is one moment: the event validated, the agent's decision, the pol
 person's approval, the outcome recorded; an execution has no entry of its own (execute's record is
 the idempotency table), so it is told from record's entry, at the time the tool finished. The JSON
 form is :class:`RunView`; ``run_view.schema.json`` beside this module is its JSON Schema (the tests
-check it is current: regenerate with ``python -m intentbus.cli.run_view``).
+check it is current: regenerate with ``python -m intentbus_cli.run_view``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SQS as the port of intentbus.queue_moves: receive, send, delete, release; SQS's own move task."""
+"""SQS as the port of intentbus_cli.queue_moves: receive, send, delete, release; SQS's own move task."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from intentbus.queue_moves import MoveTaskUnsupported, Outgoing, QueuedMessage, TaskStatus
+from intentbus_cli.queue_moves import MoveTaskUnsupported, Outgoing, QueuedMessage, TaskStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

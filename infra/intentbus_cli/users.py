@@ -79,7 +79,7 @@ def user_pool(args: argparse.Namespace, clients: Any) -> str:
         return str(args.user_pool_id)
     if not args.stack:
         raise ConfigurationError("pass --user-pool-id or --stack (or set INTENTBUS_STACK)")
-    from intentbus.cli.targets import Target
+    from intentbus_cli.targets import Target
 
     return Target(args.stack, _clients=clients).physical(POOL_LOGICAL_ID)
 

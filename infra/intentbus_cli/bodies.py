@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from intentbus.queue_moves import QueuedMessage
+from intentbus_cli.queue_moves import QueuedMessage
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,9 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from intentbus.adapters.sqs_queues import SqsQueues
-from intentbus.cli import bodies, tables
-from intentbus.cli.targets import Queue
 from intentbus.errors import ConfigurationError
-from intentbus.queue_moves import (
+from intentbus_cli import bodies, tables
+from intentbus_cli.queue_moves import (
     MoveReport,
     MoveTaskUnsupported,
     Outgoing,
@@ -28,6 +26,8 @@ from intentbus.queue_moves import (
     peek,
     run_move_task,
 )
+from intentbus_cli.sqs_queues import SqsQueues
+from intentbus_cli.targets import Queue
 
 LINEAGE = "intentbus.redriven_from"
 SQS_MAX_ATTRIBUTES = 10
