@@ -9,7 +9,7 @@ refused attempt is recorded in the run's log with its reason.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -27,11 +27,11 @@ from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    ConcurrentUpdate,
     StageDeps,
     authorization_for,
     log_only,
     pipeline_fact,
+    retry_on_conflict,
 )
 from intentbus.stages.retired import why_retired
 from intentbus.state import Status, WorkflowState, settle
@@ -147,11 +147,10 @@ class ApprovalDesk:
     def decide(
         self, *, tenant_id: str, approval_id: str, approver: Approver, approve: bool, reason: str = ""
     ) -> Result:
-        for _ in range(COMMIT_ATTEMPTS):
-            result = self._attempt(tenant_id, approval_id, approver, approve, reason)
-            if result is not None:
-                return result
-        raise ConcurrentUpdate(f"approval {approval_id} changed {COMMIT_ATTEMPTS} times while deciding")
+        return retry_on_conflict(
+            lambda: self._attempt(tenant_id, approval_id, approver, approve, reason),
+            exhausted=f"approval {approval_id} changed {COMMIT_ATTEMPTS} times while deciding",
+        )
 
     def expire_due(self) -> list[Result]:
         """Turns every lapsed PENDING approval into ApprovalExpired; what follows is the workflow's choice.
@@ -167,16 +166,26 @@ class ApprovalDesk:
                 if announced is not None:
                     results.append(announced)
                 continue
-            current: Approval | None = due
-            for _ in range(COMMIT_ATTEMPTS):
-                if current is None or current.status is not ApprovalStatus.PENDING:
-                    break
-                result = self._expire(current, now)
-                if result is not None:
-                    results.append(result)
-                    break
-                current = self.store.approval(due.tenant_id, due.approval_id)
+            results.extend(retry_on_conflict(self._expiry_attempts(due, now), exhausted=list))
         return results
+
+    def _expiry_attempts(self, due: Approval, now: datetime) -> Callable[[], list[Result] | None]:
+        """Expire ``due``, reading it again after a conflict; nothing once it is no longer PENDING.
+
+        Still conflicting after the last attempt, it is left to the next sweep."""
+        current: list[Approval | None] = [due]
+
+        def attempt() -> list[Result] | None:
+            approval = current[0]
+            if approval is None or approval.status is not ApprovalStatus.PENDING:
+                return []
+            result = self._expire(approval, now)
+            if result is not None:
+                return [result]
+            current[0] = self.store.approval(due.tenant_id, due.approval_id)
+            return None
+
+        return attempt
 
     # ------------------------------------------------------------------ deciding
 

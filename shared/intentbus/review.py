@@ -37,7 +37,7 @@ from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.principals import canonical
 from intentbus.registry import Payload
-from intentbus.stages.common import COMMIT_ATTEMPTS, ConcurrentUpdate, StageDeps, log_only, pipeline_fact
+from intentbus.stages.common import COMMIT_ATTEMPTS, StageDeps, log_only, pipeline_fact, retry_on_conflict
 from intentbus.stages.retired import why_retired
 from intentbus.state import BudgetOverride, Resumption, Status, WorkflowState, settle
 
@@ -227,11 +227,10 @@ class ReviewDesk:
     # ------------------------------------------------------------------ answering
 
     def _answer(self, request: _Request) -> Result:
-        for _ in range(COMMIT_ATTEMPTS):
-            result = self._attempt(request)
-            if result is not None:
-                return result
-        raise ConcurrentUpdate(f"run {request.run_id} changed {COMMIT_ATTEMPTS} times while answering")
+        return retry_on_conflict(
+            lambda: self._attempt(request),
+            exhausted=f"run {request.run_id} changed {COMMIT_ATTEMPTS} times while answering",
+        )
 
     def _attempt(self, request: _Request) -> Result | None:
         # The tenant before the read: another tenant's run is not found, and nothing is recorded.

@@ -20,7 +20,6 @@ from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    ConcurrentUpdate,
     Stage,
     StageDeps,
     StageResult,
@@ -30,6 +29,7 @@ from intentbus.stages.common import (
     publish,
     read_fact,
     require_recorded,
+    retry_on_conflict,
     typed_payload,
 )
 from intentbus.stages.retired import end_run, why_retired
@@ -62,13 +62,12 @@ class AuthorizeStage(Stage):
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
             fact = read_fact(body, {facts.COMMAND_PROPOSED: facts.CommandProposed})
-            for _ in range(COMMIT_ATTEMPTS):
-                result = self._attempt(fact.envelope, fact.payload)
-                if result is not None:
-                    return result
+            return retry_on_conflict(
+                lambda: self._attempt(fact.envelope, fact.payload),
+                exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize",
+            )
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize")
 
     def _attempt(self, proposed: Envelope, fact: facts.CommandProposed) -> StageResult | None:
         command = fact.command

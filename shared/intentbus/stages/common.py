@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Generic, Protocol, TypeVar
@@ -214,6 +214,27 @@ class ConcurrentUpdate(Exception):
 
 
 COMMIT_ATTEMPTS = 3
+
+_Answer = TypeVar("_Answer")
+
+
+def retry_on_conflict(
+    attempt: Callable[[], _Answer | None],
+    *,
+    exhausted: Callable[[], _Answer] | str,
+) -> _Answer:
+    """Read, commit conditionally, and read again on a version conflict, at most ``COMMIT_ATTEMPTS`` times.
+
+    ``attempt`` reads the state and tries its conditional write: ``None`` means the version moved
+    under it. Past the last attempt, ``exhausted`` decides: a text is raised as ``ConcurrentUpdate``
+    (SQS, or the caller, tries again later), a callable gives the answer."""
+    for _ in range(COMMIT_ATTEMPTS):
+        answer = attempt()
+        if answer is not None:
+            return answer
+    if callable(exhausted):
+        return exhausted()
+    raise ConcurrentUpdate(exhausted)
 
 
 def commit_then_publish(

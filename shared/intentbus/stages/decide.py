@@ -31,7 +31,6 @@ from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    ConcurrentUpdate,
     Stage,
     StageDeps,
     StageResult,
@@ -41,6 +40,7 @@ from intentbus.stages.common import (
     quarantined,
     read_fact,
     require_recorded,
+    retry_on_conflict,
     typed_payload,
 )
 from intentbus.stages.retired import end_run, why_retired
@@ -142,10 +142,10 @@ class DecideStage(Stage):
 
     def _decided(self, accepted: Envelope, event: Envelope, body: str, message_id: str | None) -> StageResult:
         try:
-            for _ in range(COMMIT_ATTEMPTS):
-                result = self._attempt(accepted, event)
-                if result is not None:
-                    return result
+            return retry_on_conflict(
+                lambda: self._attempt(accepted, event),
+                exhausted=f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide",
+            )
         except RejectedDecision as error:
             logger.warning(
                 "decision quarantined",
@@ -160,7 +160,6 @@ class DecideStage(Stage):
             return quarantined(self.deps, STAGE, error, body, message_id, raw_output=error.raw_output.text)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        raise ConcurrentUpdate(f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide")
 
     def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:
         producers = _producers(accepted, event)

@@ -18,7 +18,6 @@ from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    ConcurrentUpdate,
     Stage,
     StageDeps,
     StageResult,
@@ -29,6 +28,7 @@ from intentbus.stages.common import (
     publish,
     read_fact,
     require_recorded,
+    retry_on_conflict,
 )
 from intentbus.stages.retired import why_retired
 from intentbus.state import LEGACY_CHECKS, Status, WorkflowState, record_result, settle
@@ -62,13 +62,12 @@ class RecordStage(Stage):
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
             fact = read_fact(body, _OUTCOMES)
-            for _ in range(COMMIT_ATTEMPTS):
-                result = self._attempt(fact.envelope, cast(OutcomeFact, fact.payload))
-                if result is not None:
-                    return result
+            return retry_on_conflict(
+                lambda: self._attempt(fact.envelope, cast(OutcomeFact, fact.payload)),
+                exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record",
+            )
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        raise ConcurrentUpdate(f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record")
 
     def _attempt(self, incoming: Envelope, fact: OutcomeFact) -> StageResult | None:
         command = fact.command
