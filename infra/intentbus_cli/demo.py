@@ -2,20 +2,23 @@
 
 In ``production`` the scale-up waits for a person: the demo serves the approvals console locally,
 prints its URL and asks (in a terminal), or takes ``--approve`` / ``--reject``; with neither a
-terminal nor a flag it approves by itself and says so.
+terminal nor a flag it approves by itself and says so. A decision made in the console ends the
+question: the demo goes on with that decision.
 """
 
 from __future__ import annotations
 
 import json
+import select
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.journal import LogEntry
+from intentbus.journal import ApprovalStatus, LogEntry
 from intentbus.state import Status, WorkflowState
 from intentbus_cli.timeline import render
 from intentbus_local import seed
@@ -25,6 +28,12 @@ from intentbus_local.http_front import HttpFront, LocalUser
 
 Decision = Literal["approve", "reject"]
 OPERATOR = "operator@example.com"
+
+Ask = Callable[[str, Callable[[], bool]], "str | None"]
+"""Asks a person ``question``; the reply, or ``None`` once ``settled()`` (decided elsewhere) says so first.
+End of input raises ``EOFError``, Ctrl-C ``KeyboardInterrupt``: the CLI says so in one line."""
+
+_POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,7 @@ def run(
     mode: Mode = "server",
     environment: str = "production",
     decision: Decision | None = None,
-    ask: Callable[[str], str] | None = None,
+    ask: Ask | None = None,
     say: Callable[[str], None] = print,
 ) -> DemoResult:
     """``ask`` prompts a person (None: no terminal); ``decision`` answers for them."""
@@ -77,7 +86,13 @@ def run(
         pending = store.pending_approvals(tenant)
         if pending:
             taken = _decide(
-                cloud, tenant=tenant, approval_id=pending[0].approval_id, decision=decision, ask=ask, say=say
+                cloud,
+                store,
+                tenant=tenant,
+                approval_id=pending[0].approval_id,
+                decision=decision,
+                ask=ask,
+                say=say,
             )
             cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
         runs = store.runs(tenant)
@@ -104,13 +119,14 @@ def run(
 
 def _decide(
     cloud: LocalCloud,
+    store: DynamoWorkflowStore,
     *,
     tenant: str,
     approval_id: str,
     decision: Decision | None,
-    ask: Callable[[str], str] | None,
+    ask: Ask | None,
     say: Callable[[str], None],
-) -> Decision:
+) -> Decision | None:
     front = HttpFront(
         cloud.template,
         lambda fn, event: cloud.invoke(fn, event).response,
@@ -121,7 +137,9 @@ def _decide(
         say("")
         say(f"the production scale-up waits for a person: {front.console_url(tenant)}")
         if decision is None and ask is not None:
-            decision = _prompt(ask)
+            decision = _prompt(ask, settled=lambda: _status(store, tenant, approval_id) is not None)
+            if decision is None:
+                return _decided_elsewhere(store, tenant, approval_id, say)
         elif decision is None:
             decision = "approve"
             say("no terminal and no --approve/--reject: approving by itself")
@@ -133,22 +151,72 @@ def _decide(
             method="POST",
             headers={"Content-Type": "application/json", "Authorization": front.session_token},
         )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            answer = json.loads(response.read())
-        say(f"{OPERATOR}: {answer['answer']} ({answer['reason']})")
-        return decision
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as refused:  # e.g. 409: decided in the console meanwhile
+            answer = json.loads(refused.read() or b"{}")
+        say(f"{OPERATOR}: {answer.get('answer', 'refused')} ({answer.get('reason', answer.get('message'))})")
+        return _taken(_status(store, tenant, approval_id)) or decision
     finally:
         front.close()
 
 
-def _prompt(ask: Callable[[str], str]) -> Decision:
+def _status(store: DynamoWorkflowStore, tenant: str, approval_id: str) -> ApprovalStatus | None:
+    """The approval's status once it is no longer PENDING, else ``None``."""
+    approval = store.approval(tenant, approval_id)
+    if approval is None or approval.status is ApprovalStatus.PENDING:
+        return None
+    return approval.status
+
+
+def _taken(status: ApprovalStatus | None) -> Decision | None:
+    if status is ApprovalStatus.APPROVED:
+        return "approve"
+    if status in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED):
+        return "reject"
+    return None
+
+
+def _decided_elsewhere(
+    store: DynamoWorkflowStore, tenant: str, approval_id: str, say: Callable[[str], None]
+) -> Decision | None:
+    approval = store.approval(tenant, approval_id)
+    assert approval is not None
+    who = approval.decided_by_label or approval.decided_by or "the expiry"
+    say("")
+    say(f"decided in the console: {approval.status.value} by {who}")
+    return _taken(approval.status)
+
+
+def _prompt(ask: Ask, *, settled: Callable[[], bool]) -> Decision | None:
+    """The person's answer at the prompt, or ``None`` once the approval is decided elsewhere."""
     while True:
-        reply = ask("approve or reject the scale-up? [a/r] ").strip().lower()
+        reply = ask("approve or reject the scale-up? [a/r] ", settled)
+        if reply is None:
+            return None
+        reply = reply.strip().lower()
         if reply in ("a", "approve"):
             return "approve"
         if reply in ("r", "reject"):
             return "reject"
 
 
-def terminal_prompt() -> Callable[[str], str] | None:
-    return input if sys.stdin.isatty() and sys.stdout.isatty() else None
+def terminal_prompt() -> Ask | None:
+    return _ask_terminal if sys.stdin.isatty() and sys.stdout.isatty() else None
+
+
+def _ask_terminal(question: str, settled: Callable[[], bool]) -> str | None:
+    """``input()`` that also stops when the approval is decided elsewhere (polled between keystrokes)."""
+    sys.stdout.write(question)
+    sys.stdout.flush()
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], _POLL_SECONDS)
+        if ready:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line
+        if settled():
+            sys.stdout.write("\n")
+            return None

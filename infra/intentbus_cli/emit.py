@@ -46,7 +46,15 @@ def read_envelopes(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     text = path.read_text()
     stripped = text.lstrip()
     if stripped.startswith("["):
-        documents = json.loads(text)
+        try:
+            documents = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise InputError(f"{path}: not JSON ({error.msg}, line {error.lineno})") from None
+        if not isinstance(documents, list):
+            raise InputError(f"{path}: expected a JSON array of objects")
+        for index, document in enumerate(documents):
+            if not isinstance(document, dict):
+                raise InputError(f"{path}[{index}]: expected a JSON object, not {type(document).__name__}")
         yield from enumerate(documents, start=1)
         return
     for number, line in enumerate(text.splitlines(), start=1):
@@ -122,10 +130,9 @@ def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str)
 def run(args: argparse.Namespace) -> int:
     """Validate, send, print one line per refused envelope and a summary; 1 if any was refused."""
     import boto3
-    from botocore.exceptions import BotoCoreError
 
     from intentbus.catalog import Catalog
-    from intentbus.producer import Producer, SendError
+    from intentbus.producer import Producer
 
     if not args.bus:
         raise ConfigurationError(
@@ -134,17 +141,10 @@ def run(args: argparse.Namespace) -> int:
     stdin = str(args.file) == "-"
     lines = read_lines(Path("/dev/stdin") if stdin else args.file, name="<stdin>" if stdin else None)
     catalog = Catalog.from_modules(args.workflows)
-    try:
-        client = boto3.client("events", endpoint_url=args.endpoint_url)
-        producer = Producer(client, args.bus, source=args.source, types=catalog.types)
-    except BotoCoreError as error:  # no region, a bad endpoint
-        raise ConfigurationError(str(error)) from None
+    client = boto3.client("events", endpoint_url=args.endpoint_url)  # no region: one line, by main
+    producer = Producer(client, args.bus, source=args.source, types=catalog.types)
     readable = [number for number, line in enumerate(lines) if line.problem is None]
-    try:
-        report = producer.send(lines[number].value for number in readable)
-    except SendError as error:
-        print(f"intentbus: {error}", file=sys.stderr)
-        return 1
+    report = producer.send(lines[number].value for number in readable)  # SendError: one line, by main
     refusals = {number: line.problem for number, line in enumerate(lines) if line.problem is not None}
     refusals.update({readable[item.index]: item.reason for item in report.refused})
     for number in sorted(refusals):

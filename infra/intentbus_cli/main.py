@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from intentbus.errors import ConfigurationError, PublishError
 from intentbus_cli import ops
 from intentbus_cli.desks import Target, add_target_arguments
+from intentbus_cli.failures import explain
 
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
 
@@ -155,9 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--built runs each function in a process of its own: it needs --mode server")
     try:
         return _dispatch(args)
-    except (ConfigurationError, PublishError, ValueError, OSError) as error:
-        print(f"intentbus: {error}", file=sys.stderr)
-        return 1
+    except (Exception, KeyboardInterrupt) as error:
+        failure = explain(error)
+        if failure is None:
+            raise
+        print(failure.line, file=sys.stderr)
+        return int(failure.status)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

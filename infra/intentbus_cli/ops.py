@@ -120,17 +120,12 @@ def add_commands(commands: Any) -> None:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError
-
     try:
         if args.command == "runs":
             return _runs(args)
         if args.command == "dlq":
             return _dlq(args)
         return _quarantine(args)
-    except (ClientError, BotoCoreError) as error:
-        print(f"intentbus: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print(
             "intentbus: interrupted: what was moved is moved and nothing is lost; run it again for the rest",

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from intentbus.approvals import Approver
+from intentbus.errors import IntentbusError
 
 APPROVERS_GROUP = "approvers"
 TENANT_CLAIM = "custom:tenant_id"
 
 
-class Refused(Exception):
+class Refused(IntentbusError):
     """The caller may not act for the tenant: ``status`` 403 (with the reason) or 404 (with nothing)."""
+
+    code: ClassVar[str] = "refused"
 
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)

@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus.envelope import Kind
-from intentbus.errors import ConfigurationError
+from intentbus.errors import ConfigurationError, IntentbusError
 from intentbus.policy import Policy
 from intentbus.registry import TypeSpec
 
@@ -97,12 +97,14 @@ class Agent(Protocol):
     def decide(self, context: DecisionContext) -> Decision: ...
 
 
-class MalformedDecision(Exception):
+class MalformedDecision(IntentbusError):
     """An agent's answer that is not a valid decision: why, and the raw output it gave.
 
     ``raw`` is JSON-able (for a model: its message and stop reason), kept for the repair attempt and
     for the quarantine record; ``tokens`` is what producing it cost.
     """
+
+    code: ClassVar[str] = "malformed_decision"
 
     def __init__(
         self,
@@ -180,8 +182,10 @@ class RepeatSafety(StrEnum):
     """Not safe to repeat blindly: an unknown outcome must be reconciled first."""
 
 
-class ToolError(Exception):
+class ToolError(IntentbusError):
     """A tool's failure. ``retryable`` errors are retried by the pipeline; others fail the command."""
+
+    code: ClassVar[str] = "tool"
 
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)

@@ -1,14 +1,27 @@
-"""Errors that route a message: malformed input goes to quarantine, everything else is retried."""
+"""The library's errors, under one base with a stable ``code``.
+
+Malformed input goes to quarantine; everything else is retried."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from pydantic import BaseModel, ValidationError
 
 from intentbus.validation_errors import problems
 
 
-class MalformedInput(Exception):
+class IntentbusError(Exception):
+    """Every error the library raises on purpose. ``code`` names its kind and never changes, so a caller
+    (the CLI's exit status, a log query) routes by it rather than by the message."""
+
+    code: ClassVar[str] = "intentbus_error"
+
+
+class MalformedInput(IntentbusError):
     """The message can never be processed as it is; it goes to quarantine with this reason."""
+
+    code: ClassVar[str] = "malformed_input"
 
     def __init__(self, reason: str, *, field: str | None = None) -> None:
         super().__init__(reason)
@@ -40,13 +53,19 @@ class NotRecorded(MalformedInput):
 
     It is quarantined like malformed input, and counted apart (the ``ForgedFacts`` metric)."""
 
+    code: ClassVar[str] = "not_recorded"
+
     def __init__(self, detail: str, *, field: str | None = None) -> None:
         super().__init__(f"{NOT_RECORDED}: {detail}", field=field)
 
 
-class ConfigurationError(Exception):
+class ConfigurationError(IntentbusError):
     """The function is deployed without something it needs; fix the template, not the message."""
 
+    code: ClassVar[str] = "configuration"
 
-class PublishError(Exception):
+
+class PublishError(IntentbusError):
     """Some entries could not be put on the bus after retries; the message is retried."""
+
+    code: ClassVar[str] = "publish"

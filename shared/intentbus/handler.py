@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -33,14 +33,16 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import telemetry
-from intentbus.errors import MalformedInput
+from intentbus.errors import IntentbusError, MalformedInput
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
 
 
-class UnnamedRecordFailed(Exception):
+class UnnamedRecordFailed(IntentbusError):
     """A record without a ``messageId`` failed: the whole batch is retried, since it cannot be listed."""
+
+    code: ClassVar[str] = "unnamed_record_failed"
 
 
 class _SqsBatchProcessor(BatchProcessor):

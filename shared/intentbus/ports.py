@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
+from intentbus.errors import IntentbusError
 from intentbus.journal import Commit, CommitResult, LogEntry, Snapshot
 
 
@@ -110,13 +111,17 @@ class Quarantine(Protocol):
         ...
 
 
-class OutcomeInDoubt(Exception):
+class OutcomeInDoubt(IntentbusError):
     """Raised by work that may have left its effect behind: the runner must remember the attempt, so the
     next one goes through ``after_lapse`` (a check) instead of running the work blindly again."""
 
+    code: ClassVar[str] = "outcome_in_doubt"
 
-class KeyHeldByAnotherCommand(Exception):
+
+class KeyHeldByAnotherCommand(IntentbusError):
     """The idempotency key already belongs to a command with another payload: this one is not it."""
+
+    code: ClassVar[str] = "key_held_by_another_command"
 
 
 class IdempotentRunner(Protocol):

@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -124,6 +124,8 @@ class SendError(PublishError):
 
     ``report`` holds what was accepted or refused before it; ``unsent`` the indexes of the envelopes
     neither accepted nor refused (the failed request's and every later one's)."""
+
+    code: ClassVar[str] = "send"
 
     def __init__(self, message: str, *, report: SendReport, unsent: tuple[int, ...]) -> None:
         super().__init__(message)

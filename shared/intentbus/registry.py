@@ -10,12 +10,13 @@ from __future__ import annotations
 import types
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from intentbus.envelope import Envelope, Kind
+from intentbus.errors import IntentbusError
 
 SENSITIVE: Any = Field(json_schema_extra={"sensitive": True})
 """Marks a payload field sensitive: ``email: Annotated[str, SENSITIVE]``."""
@@ -42,12 +43,12 @@ class TypeSpec:
     """The workflow that declared the type, or ``intentbus`` for the pipeline's own facts."""
 
 
-class UnknownType(LookupError):
-    pass
+class UnknownType(IntentbusError, LookupError):
+    code: ClassVar[str] = "unknown_type"
 
 
-class DuplicateType(ValueError):
-    pass
+class DuplicateType(IntentbusError, ValueError):
+    code: ClassVar[str] = "duplicate_type"
 
 
 class TypeRegistry:

@@ -17,13 +17,13 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
 from intentbus.definition import MalformedDecision
 from intentbus.envelope import Envelope
-from intentbus.errors import MalformedInput, PublishError
+from intentbus.errors import IntentbusError, MalformedInput, PublishError
 from intentbus.ids import derive_id
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.model_output import RawOutput
@@ -162,13 +162,15 @@ class Resubmitted:
     attempts: int
 
 
-class RepairFailed(Exception):
+class RepairFailed(IntentbusError):
     """The repairer's answers were still invalid (or it gave none); the message stays in quarantine.
 
     Its message, which a caller may well log, names the last attempt's field and the answers' size and
     sha256 (``RawOutput`` of the attempts' ``raw``), never their text: validating a model's answer can
     quote it (its ``source``, its ``type``). ``attempts`` holds the errors and the answers, for a person.
     """
+
+    code: ClassVar[str] = "repair_failed"
 
     def __init__(self, attempts: list[dict[str, Any]]) -> None:
         self.raw_output = RawOutput.of([attempt["raw"] for attempt in attempts])

@@ -161,6 +161,6 @@ def test_runs_without_a_table_or_stack_says_what_to_pass(
 ) -> None:
     for name in ("WORKFLOW_TABLE", "INTENTBUS_STACK"):
         monkeypatch.delenv(name, raising=False)
-    assert main(["runs", "list", "--tenant", TENANT]) == 1
+    assert main(["runs", "list", "--tenant", TENANT]) == 3  # configuration
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("intentbus: no workflow table: pass --table or --stack")

@@ -152,7 +152,7 @@ def test_emit_to_an_unknown_bus_prints_one_line(
     events = tmp_path / "events.jsonl"
     events.write_text(EVENTS.read_text().splitlines()[0] + "\n")
 
-    assert main(["emit", str(events), "--bus", "nope"]) == 1
+    assert main(["emit", str(events), "--bus", "nope"]) == 3  # configuration: no such bus
 
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
@@ -164,7 +164,7 @@ def test_emit_without_a_bus_says_where_to_find_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("INGRESS_BUS_NAME", raising=False)
-    assert main(["emit", str(EVENTS)]) == 1
+    assert main(["emit", str(EVENTS)]) == 3  # configuration
     assert capsys.readouterr().err.strip() == (
         "intentbus: no bus: pass --bus or set INGRESS_BUS_NAME (the stack's IngressBusName output)"
     )

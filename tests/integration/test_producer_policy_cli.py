@@ -49,7 +49,7 @@ def test_it_reads_the_ingress_bus_from_the_stack(capsys: pytest.CaptureFixture[s
     (statement,) = json.loads(capsys.readouterr().out)["Statement"]
     assert statement["Resource"].endswith(":event-bus/ingress")
 
-    assert run(["--source", "crm.example", "--tenant", "acme", "--stack", "missing"]) == 1
+    assert run(["--source", "crm.example", "--tenant", "acme", "--stack", "missing"]) == 3  # configuration
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("intentbus: cannot read stack missing: ")
 

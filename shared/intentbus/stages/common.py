@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope, Kind
-from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import digest
 from intentbus.inbound import parse_bus_event
@@ -209,8 +209,10 @@ def publish(
     return StageResult(outcome=outcome, envelope=envelope, published=tuple(outputs), reason=reason)
 
 
-class ConcurrentUpdate(Exception):
+class ConcurrentUpdate(IntentbusError):
     """The run kept changing under this stage; SQS redelivers and the stage reads it again."""
+
+    code: ClassVar[str] = "concurrent_update"
 
 
 COMMIT_ATTEMPTS = 3
