@@ -102,6 +102,8 @@ class RejectedDecision(MalformedInput):
     only into the quarantine record's field of that name.
     """
 
+    code: ClassVar[str] = "rejected_decision"
+
     def __init__(self, why: str, *, field: str | None, agent: str, attempts: list[MalformedDecision]) -> None:
         self.raw_output = RawOutput.of([attempt.raw for attempt in attempts])
         if len(why) > WHY_CHARS:
