@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from intentbus.catalog import Catalog
 from intentbus.envelope import Kind
-from intentbus.ids import canonical_json, derive_id, idempotency_key
+from intentbus.ids import INTENTBUS_NAMESPACE, canonical_json, derive_id, idempotency_key
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.workflows import direct_tool, incident
 from tests.fakes import raw_body
@@ -79,8 +80,10 @@ def test_idempotency_key_follows_the_seed_formula_with_nested_payloads_canonical
 
 
 def test_output_ids_are_uuid5_of_input_and_stage() -> None:
-    assert derive_id("evt-1", "decide", 0) == derive_id("evt-1", "decide", 0)
-    assert derive_id("evt-1", "decide", 0) != derive_id("evt-1", "authorize", 0)
+    derived = derive_id("evt-1", "decide", 0)
+    assert derived == str(uuid.uuid5(INTENTBUS_NAMESPACE, "evt-1:decide:0"))
+    assert uuid.UUID(derived).version == 5
+    assert derived != derive_id("evt-1", "authorize", 0)
 
 
 def test_json_schema_exported_for_every_type() -> None:

@@ -233,6 +233,7 @@ def test_resubmitting_to_eventbridge() -> None:
             {"Entries": [{**entry, "EventBusName": "intentbus-dev"}]},
         )
         EventBridgeSubmit(events, "intentbus-dev")(entry)
+        stubber.assert_no_pending_responses()  # the one PutEvents, with exactly that entry on that bus
 
 
 def test_bedrock_repairs_an_input_event_through_the_same_path() -> None:
