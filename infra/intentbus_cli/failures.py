@@ -27,6 +27,10 @@ class ExitStatus(IntEnum):
     """Ctrl-C, as a shell counts SIGINT."""
 
 
+class UsageError(Exception):
+    """Arguments that argparse accepts one by one but not together, or a value of the wrong shape."""
+
+
 _BY_CODE: dict[str, ExitStatus] = {
     "configuration": ExitStatus.CONFIGURATION,
     "malformed_input": ExitStatus.BAD_INPUT,
@@ -62,6 +66,8 @@ def explain(error: BaseException) -> Failure | None:
     """The line and status for an expected failure; ``None`` for anything else (a bug: let it raise)."""
     if isinstance(error, KeyboardInterrupt):
         return Failure("interrupted", ExitStatus.INTERRUPTED)
+    if isinstance(error, UsageError):
+        return Failure(str(error), ExitStatus.USAGE)
     if isinstance(error, EOFError):
         return Failure("end of input: no answer was given, nothing was decided", ExitStatus.FAILED)
     if isinstance(error, IntentbusError):

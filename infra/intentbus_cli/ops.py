@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from intentbus_cli.failures import UsageError
+
 COMMANDS = ("runs", "dlq", "quarantine")
 
 
@@ -183,7 +185,6 @@ def _dlq(args: argparse.Namespace) -> int:
 
 
 def _quarantine(args: argparse.Namespace) -> int:
-    from intentbus.errors import ConfigurationError
     from intentbus_cli import quarantined
 
     target = _target(args)
@@ -194,9 +195,9 @@ def _quarantine(args: argparse.Namespace) -> int:
     if args.quarantine_command == "show":
         return quarantined.show_message(sqs, queue, args.message_id, raw_output=args.raw_output)
     if not args.message_ids and not args.all:
-        raise ConfigurationError("name the message ids to resubmit, or pass --all")
+        raise UsageError("name the message ids to resubmit, or pass --all")
     if args.message_ids and args.all:
-        raise ConfigurationError("--all resubmits every message: name no message ids with it")
+        raise UsageError("--all resubmits every message: name no message ids with it")
     detail = json.loads(args.detail.read_text()) if args.detail else None
     options = quarantined.ResubmitOptions(
         message_ids=tuple(args.message_ids),

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from intentbus.errors import ConfigurationError
 from intentbus_cli import bodies, tables
 from intentbus_cli.dead_letters import ProgressLines, summary_line
+from intentbus_cli.failures import UsageError
 from intentbus_cli.queue_moves import Outgoing, Progress, QueuedMessage, QueuePort, Step, move_messages, peek
 from intentbus_cli.sqs_queues import SqsQueues
 from intentbus_cli.targets import Queue
@@ -150,7 +150,7 @@ def resubmit(
     destination: Callable[[str], str],
 ) -> int:
     if options.detail is not None and len(options.message_ids) != 1:
-        raise ConfigurationError("--detail repairs one message: name exactly one message id")
+        raise UsageError("--detail repairs one message: name exactly one message id")
     expected = len(options.message_ids) or sqs.depth(queue.url).visible
     lines = ProgressLines(queue.name, expected)
 

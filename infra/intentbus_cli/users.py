@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from intentbus.envelope import TENANT_PATTERN
 from intentbus.errors import ConfigurationError
+from intentbus_cli.failures import UsageError
 
 APPROVERS_GROUP = "approvers"
 POOL_LOGICAL_ID = "ApprovalsUserPool"
@@ -87,9 +88,9 @@ def user_pool(args: argparse.Namespace, clients: Any) -> str:
 def add(cognito: Any, pool: str, *, email: str, tenant: str, approver: bool) -> str:
     """Creates the user (email verified, tenant set once) and adds them to the approvers group."""
     if not _EMAIL.match(email):
-        raise ConfigurationError(f"{email!r} is not an email address")
+        raise UsageError(f"{email!r} is not an email address")
     if not _TENANT.match(tenant):
-        raise ConfigurationError(f"{tenant!r} is not a tenant id")
+        raise UsageError(f"{tenant!r} is not a tenant id")
     created = cognito.admin_create_user(
         UserPoolId=pool,
         Username=email,
