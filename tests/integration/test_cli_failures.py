@@ -104,7 +104,12 @@ def test_approving_on_a_table_that_does_not_exist(aws: None, capsys: pytest.Capt
 
 
 @pytest.mark.parametrize(
-    "command", [["approvals", *DESK, "list"], ["runs", "list", *DESK[:2], "--tenant", "acme"]]
+    "command",
+    [
+        ["approvals", *DESK, "list"],
+        ["runs", "list", *DESK[:2], "--tenant", "acme"],
+        ["emit", str(SAMPLE), "--bus", "ingress"],
+    ],
 )
 def test_no_region(
     command: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
