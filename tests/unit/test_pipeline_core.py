@@ -10,8 +10,8 @@ from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
 from intentbus.journal import Outcome
 from intentbus.state import Status
-from tests.fakes import bus_body, raw_body
-from tests.harness import InMemoryPipeline
+from intentbus.testing import InMemoryPipeline, bus_body
+from tests.fakes import raw_body
 from tests.unit import sample_workflow
 
 TENANT = "acme"
