@@ -6,7 +6,7 @@
 
 ini options: ``intentbus_template`` (default ``template.yaml`` in the rootdir) and
 ``intentbus_workflows`` (default: the template's ``Workflows`` parameter default). The project's
-directory (the template's) is put on ``sys.path`` so its workflow modules import.
+directory (the rootdir) is put on ``sys.path`` so its workflow modules import.
 
 Importing this module imports nothing of intentbus's pipeline, moto or boto3: pytest loads it in every
 run of any project where intentbus is installed.

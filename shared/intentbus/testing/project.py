@@ -16,13 +16,11 @@ class ProjectError(Exception):
 
 @dataclass(frozen=True)
 class Project:
+    directory: Path
+    """The rootdir: where the workflow modules import from."""
     template: Path
     configured_workflows: str | None = None
     """The ``intentbus_workflows`` ini option, when set: it overrides the template's default."""
-
-    @property
-    def directory(self) -> Path:
-        return self.template.parent
 
     @property
     def workflows(self) -> str:
@@ -34,7 +32,7 @@ class Project:
 
 def project(rootdir: Path, template: str | None, workflows: str | None) -> Project:
     path = Path(template or DEFAULT_TEMPLATE)
-    return Project((rootdir / path).resolve(), (workflows or "").strip() or None)
+    return Project(rootdir.resolve(), (rootdir / path).resolve(), (workflows or "").strip() or None)
 
 
 def workflows_default(template: Path) -> str:
