@@ -278,6 +278,14 @@ def test_a_tool_uses_the_clients_the_test_injects() -> None:
     assert [envelope.payload for envelope in answered] == [{"value": "busy"}]
 
 
+def test_clients_set_after_construction_reach_the_tools() -> None:
+    pipeline = InMemoryPipeline([lookup_workflow()])  # as the intentbus_pipeline fixture makes it
+    pipeline.clients = {"ssm": FakeSsm({"/shop/mode": "calm"})}
+    pipeline.emit(asked("/shop/mode"))
+    pipeline.run_until_idle()
+    assert [e.payload for e in pipeline.published if e.type == "Answered"] == [{"value": "calm"}]
+
+
 def test_a_client_the_test_did_not_give_fails_the_test_naming_the_service() -> None:
     pipeline = InMemoryPipeline([lookup_workflow()])
     pipeline.emit(asked("/shop/mode"))

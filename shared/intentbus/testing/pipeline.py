@@ -73,6 +73,16 @@ def _provider(clients: ClientProvider | Mapping[str, Any]) -> ClientProvider:
     return ClientMap(clients) if isinstance(clients, Mapping) else clients
 
 
+@dataclass(frozen=True)
+class _CurrentClients:
+    """What execute hands the tools: the pipeline's clients as they are when a tool asks."""
+
+    pipeline: InMemoryPipeline
+
+    def client(self, service_name: str) -> Any:
+        return self.pipeline.clients.client(service_name)
+
+
 def as_approver(approver: str | Approver, tenant_id: str) -> Approver:
     """A person deciding through the CLI, by the id the test gives, unless it gives a whole ``Approver``."""
     return (
@@ -94,7 +104,8 @@ class InMemoryPipeline:
 
     ``clients`` are what tools get as ``context.clients``: a ``{"service": client}`` mapping (e.g. boto3
     clients inside ``moto.mock_aws()``, or fakes) or any object with ``client(service_name)``; by default
-    none, and a tool that asks for one fails the test. ``settings`` are the tools' ``context.settings``
+    none, and a tool that asks for one fails the test; ``pipeline.clients = {...}`` sets them later (e.g.
+    on the ``intentbus_pipeline`` fixture). ``settings`` are the tools' ``context.settings``
     (the functions' environment). ``producers`` are the ProducerBindings (text or parsed); by default any
     source may send for any tenant. ``models`` decides for model agents (by default their fallbacks).
     """
@@ -120,13 +131,7 @@ class InMemoryPipeline:
         self.catalog = workflows if isinstance(workflows, Catalog) else Catalog(workflows)
         self.environment = environment
         self.clock = clock if clock is not None else VirtualClock()
-        self.clients: ClientProvider = (
-            NoClients()
-            if clients is None
-            else ClientMap(clients)
-            if isinstance(clients, Mapping)
-            else clients
-        )
+        self._clients: ClientProvider = NoClients() if clients is None else _provider(clients)
         self.producers = (
             producers if isinstance(producers, ProducerBindings) else ProducerBindings.parse(producers)
         )
@@ -158,9 +163,17 @@ class InMemoryPipeline:
             "validate": ValidateStage(self.deps, self.store),
             "decide": DecideStage(self.deps, self.store, models=models),
             "authorize": AuthorizeStage(self.deps, self.store),
-            "execute": ExecuteStage(self.deps, self.runner, self.clients, self.store),
+            "execute": ExecuteStage(self.deps, self.runner, _CurrentClients(self), self.store),
             "record": RecordStage(self.deps, self.store),
         }
+
+    @property
+    def clients(self) -> ClientProvider:
+        return self._clients
+
+    @clients.setter
+    def clients(self, clients: ClientProvider | Mapping[str, Any]) -> None:
+        self._clients = _provider(clients)
 
     # ------------------------------------------------------------------ a test's verbs
 
