@@ -20,8 +20,8 @@ from intentbus.adapters.clients import AwsClients
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
 from intentbus.state import Status
+from intentbus.testing import InMemoryPipeline
 from tests.fakes import raw_body
-from tests.harness import InMemoryPipeline
 
 README = Path(__file__).parents[2] / "README.md"
 TABLE = "orders"
@@ -90,9 +90,9 @@ def test_the_readme_workflow_reserves_a_small_order_and_denies_a_large_one(
     assert "Item" not in orders_table.get_item(
         TableName=TABLE, Key={"tenant_id": {"S": "acme"}, "order_id": {"S": "o-2"}}
     )
-    statuses = sorted(state.status for state in pipeline.store.states.values())
+    statuses = sorted(state.status for state in pipeline.runs("acme"))
     assert statuses == sorted([Status.COMPLETED, Status.DENIED])
-    reserved = [e for e in pipeline.bus.published if e.type == "OrderReserved"]
+    reserved = [e for e in pipeline.published if e.type == "OrderReserved"]
     assert [e.payload for e in reserved] == [{"order_id": "o-1", "reserved": 5}]
 
 
@@ -105,7 +105,7 @@ def _documented_key(run_id: str, step_index: int, hashed: object) -> str:
 def _proposed(pipeline: InMemoryPipeline) -> list[Envelope]:
     return [
         Envelope.model_validate(e.payload["command"])
-        for e in pipeline.bus.published
+        for e in pipeline.published
         if e.type == facts.COMMAND_PROPOSED
     ]
 
