@@ -51,6 +51,7 @@ from tests.faults.invariants import (
     Observation,
     RunView,
     check_all,
+    declared_effects,
     forged_end,
     idempotency_record_id,
     safe_repeats,
@@ -423,6 +424,7 @@ class FaultHarness:
                 for workflow in self.catalog.workflows.values()
                 for name, spec in workflow.commands.items()
             },
+            declared=declared_effects(self.catalog),
         )
         self._observe_approvals(obs, store)
         for asked in self.tracker.model_calls:
