@@ -332,6 +332,9 @@ class Workflow:
     (``ToolContext.require_resource``)."""
     max_commands: int = 4
     """The most commands one decision may propose; a decision with more is refused (quarantined)."""
+    examples: tuple[Mapping[str, Any], ...] = ()
+    """Sample inputs, as a producer sends them (envelopes), for ``intentbus faults`` to drive the
+    workflow with; the stages never read them."""
     events: dict[str, TypeSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     steps: dict[str, Step] = field(default_factory=dict)

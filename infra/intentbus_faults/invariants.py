@@ -57,10 +57,10 @@ from intentbus.definition import RepeatSafety, ToolEffect
 from intentbus.ids import canonical_json
 from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
+from intentbus_faults import fanout_workflow
+from intentbus_faults.approver import Decided
+from intentbus_faults.schedule import RunRef
 from intentbus_local.report import RunReport
-from tests.faults import fanout_workflow
-from tests.faults.approver import Decided
-from tests.faults.schedule import RunRef
 
 
 def declared_effects(catalog: Catalog) -> dict[str, ToolEffect]:

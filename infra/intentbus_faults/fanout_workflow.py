@@ -40,7 +40,7 @@ from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.tools import aws_errors
 
-MODULE = "tests.faults.fanout_workflow"
+MODULE = "intentbus_faults.fanout_workflow"
 REQUESTED = "FanoutRequested"
 RESERVED = "StockReserved"
 COMMAND = "reserve_stock"
