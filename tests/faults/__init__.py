@@ -1,0 +1,1 @@
+"""Tests of the fault harness (intentbus_faults)."""
