@@ -12,8 +12,11 @@ import pytest
 
 from intentbus.catalog import Catalog
 from intentbus.definition import ToolEffect
+from intentbus.errors import ConfigurationError
 from intentbus_cli.main import main
+from intentbus_faults.examples import drive_for
 from intentbus_faults.invariants import declared_effects
+from intentbus_faults.schedule import example_input
 
 NOTES = '''
 """A user's notes workflow: SaveNote writes a note, CountNotes reads it; both sent directly."""
@@ -187,3 +190,24 @@ def test_bad_arguments_get_one_line(user_dir: Path, capsys: pytest.CaptureFixtur
         lines = (out + err).strip().splitlines()
         assert len(lines) == 1, lines
         assert says in lines[0]
+
+
+def test_samples_come_from_the_definition_or_a_file_and_each_run_is_the_schedules_own(user_dir: Path) -> None:
+    sys.path.insert(0, str(user_dir))
+    catalog = Catalog.from_modules(_user_module(user_dir, "notes_samples"))
+    catalog.workflow("notes").examples = ()
+    sample = {"type": "SaveNote", "tenant_id": "acme", "idempotency_key": "k", "payload": {"note_id": "n"}}
+
+    with pytest.raises(ConfigurationError, match="no sample input for workflow\\(s\\) notes"):
+        drive_for(catalog)
+    drive = drive_for(catalog, [("samples.jsonl:1", sample)])
+    first, second = example_input(drive.examples[0], 7, 0), example_input(drive.examples[0], 8, 0)
+
+    assert drive.examples[0].workflow == "notes"
+    assert drive.sources == ["intentbus.cli"], "a sample without a source is sent as intentbus emit's"
+    assert first.run is not None
+    assert second.run is not None
+    assert first.run.tenant_id == "acme", "the sample's tenant: its allow-lists and budgets apply"
+    assert first.run.run_id != second.run.run_id
+    assert first.envelope["idempotency_key"] != second.envelope["idempotency_key"]
+    assert sample["idempotency_key"] == "k", "the sample itself is left as it was"
