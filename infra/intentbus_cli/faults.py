@@ -30,9 +30,7 @@ DEFAULT_SCHEDULES = 40
 
 
 def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
-    """Registers ``faults`` on the ``intentbus`` parser."""
-    from intentbus_faults.schedule import KINDS, WORKFLOWS
-
+    """Registers ``faults`` on the ``intentbus`` parser (importing no harness: it is heavy)."""
     faults = commands.add_parser(
         "faults",
         help="seeded fault schedules over your workflows on the local cloud, then the invariants",
@@ -44,7 +42,7 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
     )
     faults.add_argument(
         "--workflows",
-        default=os.environ.get("INTENTBUS_WORKFLOWS", WORKFLOWS),
+        default=None,
         help="comma-separated module or module:attribute, imported from the current directory too "
         "(default: $INTENTBUS_WORKFLOWS, else the seed workflows and the fan-out sample)",
     )
@@ -62,7 +60,11 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
         "--workers", type=int, default=None, help="processes (default: $FAULTS_WORKERS, else 1)"
     )
     faults.add_argument(
-        "--kinds", default=",".join(KINDS), help=f"fault kinds to draw from: {', '.join(KINDS)}"
+        "--kinds",
+        default=None,
+        help="comma-separated fault kinds to draw from (default: all of throttle, server_error, timeout, "
+        "crash_after, timeout_after, handler_timeout, partial_put_events, duplicate, reorder, "
+        "visibility_lapse, forge)",
     )
     faults.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
     faults.add_argument(
@@ -74,14 +76,15 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
 def run(args: argparse.Namespace) -> int:
     from intentbus_faults import run as runner
     from intentbus_faults.examples import drive_for
-    from intentbus_faults.schedule import KINDS
+    from intentbus_faults.schedule import KINDS, WORKFLOWS
 
     parser: argparse.ArgumentParser = args.faults_parser
+    args.workflows = args.workflows or os.environ.get("INTENTBUS_WORKFLOWS") or WORKFLOWS
     schedules = _from_env(parser, args.schedules, "FAULTS", DEFAULT_SCHEDULES)
     workers = _from_env(parser, args.workers, "FAULTS_WORKERS", 1)
     if schedules < 1 or workers < 1:
         parser.error("--schedules and --workers must be at least 1")
-    kinds = [kind for kind in args.kinds.split(",") if kind]
+    kinds = [kind for kind in (args.kinds or ",".join(KINDS)).split(",") if kind]
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         parser.error(f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
@@ -128,14 +131,12 @@ def _report(outcome: Outcome, json_path: Path | None) -> int:
 
 
 def _replay(args: argparse.Namespace) -> str:
-    from intentbus_faults.schedule import KINDS
-
     words = ["intentbus", "faults", "--workflows", args.workflows]
     if args.template is not None:
         words += ["--template", str(args.template)]
     if args.events is not None:
         words += ["--events", str(args.events)]
-    if args.kinds != ",".join(KINDS):
+    if args.kinds:
         words += ["--kinds", args.kinds]
     return shlex.join(words) + " --schedules 1 --seed <seed>"
 

@@ -16,7 +16,7 @@ from intentbus.errors import ConfigurationError
 from intentbus_cli.main import main
 from intentbus_faults.examples import drive_for
 from intentbus_faults.invariants import declared_effects
-from intentbus_faults.schedule import example_input
+from intentbus_faults.schedule import KINDS, example_input
 
 NOTES = '''
 """A user's notes workflow: SaveNote writes a note, CountNotes reads it; both sent directly."""
@@ -211,3 +211,11 @@ def test_samples_come_from_the_definition_or_a_file_and_each_run_is_the_schedule
     assert first.run.run_id != second.run.run_id
     assert first.envelope["idempotency_key"] != second.envelope["idempotency_key"]
     assert sample["idempotency_key"] == "k", "the sample itself is left as it was"
+
+
+def test_the_help_names_every_fault_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["faults", "--help"])
+
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(kind in shown for kind in KINDS), [kind for kind in KINDS if kind not in shown]
