@@ -2,8 +2,8 @@
 invariants (nothing lost, no effect twice, none without its recorded authorization, ...).
 
 Exit 0 when every schedule kept every invariant; 1 on a violation (the failing seed and the command
-that replays it are printed) or a schedule lost with its worker; 130 when interrupted; 2 for bad
-arguments (one line).
+that replays it are printed) or a schedule lost with its worker; 130 when interrupted; one line for
+a bad argument (2) or a workflow module or sample that does not load (1, as every command).
 """
 
 from __future__ import annotations
