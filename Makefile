@@ -71,7 +71,7 @@ bench: $(STAMP)
 
 # Seeded fault schedules with the invariant checker; FAULTS=N for a longer run, FAULTS_SEED=S to replay.
 faults: $(STAMP)
-	$(BIN)/python -m tests.faults.run
+	$(BIN)/intentbus faults
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(SAM_VENV) .aws-sam .bench .local build *.egg-info

@@ -28,6 +28,7 @@ from intentbus.definition import (
     Step,
     TokenUsage,
     ToolContext,
+    ToolEffect,
     Workflow,
     tool,
 )
@@ -52,7 +53,7 @@ class Hit(Payload):
     rally: int = Field(ge=0)
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def hit(command: Hit, context: ToolContext) -> Mapping[str, Any]:
     return {"rally": command.rally + 1}
 
@@ -100,7 +101,7 @@ class RunLeg(Payload):
     leg: int = Field(ge=0)
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def run_leg(command: RunLeg, context: ToolContext) -> Mapping[str, Any]:
     return {"leg": command.leg + 1}
 

@@ -18,6 +18,7 @@ from intentbus.definition import (
     ScriptedAgent,
     Step,
     ToolContext,
+    ToolEffect,
     Workflow,
     tool,
 )
@@ -40,7 +41,7 @@ class Publish(Payload):
     draft: str
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def publish(command: Publish, context: ToolContext) -> Mapping[str, Any]:
     published.append(command.draft)
     return {"draft": command.draft}

@@ -107,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
     from intentbus_cli import emit
 
     emit.add_parser(commands, SEED_WORKFLOWS)  # emit, with the producer client
+    from intentbus_cli import faults
+
+    faults.add_parser(commands)  # faults: seeded fault schedules over the user's workflows
 
     approvals = commands.add_parser("approvals", help="pending approvals: list, show, approve, reject")
     add_target_arguments(
@@ -175,6 +178,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from intentbus_cli import emit
 
         return emit.run(args)
+    if args.command == "faults":
+        from intentbus_cli import faults
+
+        return faults.run(args)
     if args.command == "approvals":
         return _approvals(args)
     if args.command in ops.COMMANDS:

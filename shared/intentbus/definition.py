@@ -182,6 +182,16 @@ class RepeatSafety(StrEnum):
     """Not safe to repeat blindly: an unknown outcome must be reconciled first."""
 
 
+class ToolEffect(StrEnum):
+    """Whether a tool changes anything outside the pipeline (what must happen at most once)."""
+
+    READ_ONLY = "read_only"
+    """Only reads: running it again, or not at all, changes nothing."""
+    WRITES = "writes"
+    """Changes something (a service, a record, a message): each authorized command's effect happens
+    once, never twice, and never without its recorded authorization."""
+
+
 class ToolError(IntentbusError):
     """A tool's failure. ``retryable`` errors are retried by the pipeline; others fail the command."""
 
@@ -232,15 +242,24 @@ class Tool:
     repeat_safety: RepeatSafety
     reconcile: Reconcile | None = None
     """For a RECONCILE tool: checks the target; without one an unknown outcome goes to a person."""
+    effect: ToolEffect = ToolEffect.WRITES
+    """What the tool does to the world; undeclared, a tool is taken to write (the stricter checks)."""
 
 
 def tool(
-    *, repeat_safety: RepeatSafety, reconcile: Reconcile | None = None
+    *, repeat_safety: RepeatSafety, reconcile: Reconcile | None = None, effect: ToolEffect = ToolEffect.WRITES
 ) -> Callable[[ToolFunction], Tool]:
-    """Declare a function as a tool; ``repeat_safety`` is required, so every tool says it."""
+    """Declare a function as a tool; ``repeat_safety`` is required, so every tool says it. ``effect``
+    says whether it writes: a tool that only reads declares ``ToolEffect.READ_ONLY``."""
 
     def wrap(function: ToolFunction) -> Tool:
-        return Tool(name=function.__name__, run=function, repeat_safety=repeat_safety, reconcile=reconcile)
+        return Tool(
+            name=function.__name__,
+            run=function,
+            repeat_safety=repeat_safety,
+            reconcile=reconcile,
+            effect=effect,
+        )
 
     return wrap
 
@@ -317,6 +336,9 @@ class Workflow:
     (``ToolContext.require_resource``)."""
     max_commands: int = 4
     """The most commands one decision may propose; a decision with more is refused (quarantined)."""
+    examples: tuple[Mapping[str, Any], ...] = ()
+    """Sample inputs, as a producer sends them (envelopes), for ``intentbus faults`` to drive the
+    workflow with; the stages never read them."""
     events: dict[str, TypeSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     steps: dict[str, Step] = field(default_factory=dict)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.harness import FaultHarness
+from intentbus_faults.harness import FaultHarness
 
 
 @pytest.fixture(scope="module")

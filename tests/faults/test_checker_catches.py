@@ -25,11 +25,10 @@ from intentbus.journal import Approval, Commit, CommitStatus, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.stages.common import StageDeps, StageResult
 from intentbus.state import WorkflowState
-from intentbus_local.faults import CRASH_AFTER
-from tests.faults import fanout_workflow
-from tests.faults.harness import FaultHarness
-from tests.faults.invariants import code_of
-from tests.faults.schedule import (
+from intentbus_faults import fanout_workflow
+from intentbus_faults.harness import FaultHarness
+from intentbus_faults.invariants import code_of
+from intentbus_faults.schedule import (
     APPROVE,
     AUTHORIZED_REKEYED,
     PROPOSED_ALTERED,
@@ -39,6 +38,7 @@ from tests.faults.schedule import (
     incident_input,
     schedule_of,
 )
+from intentbus_local.faults import CRASH_AFTER
 
 
 def codes(violations: list[str]) -> set[str]:

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from intentbus_faults.harness import FaultHarness
+from intentbus_faults.schedule import fanout_input, generate, incident_input, schedule_of
 from intentbus_local.faults import (
     CRASH_AFTER,
     DUPLICATE,
@@ -16,8 +18,6 @@ from intentbus_local.faults import (
     VISIBILITY_LAPSE,
 )
 from intentbus_local.lambda_runtime import FunctionTimeoutError, Invocation
-from tests.faults.harness import FaultHarness
-from tests.faults.schedule import fanout_input, generate, incident_input, schedule_of
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from intentbus.errors import NOT_RECORDED
-from tests.faults.harness import FaultHarness
-from tests.faults.invariants import INGRESS, PIPELINE_BUS
-from tests.faults.schedule import (
+from intentbus_faults.harness import FaultHarness
+from intentbus_faults.invariants import INGRESS, PIPELINE_BUS
+from intentbus_faults.schedule import (
     FORGERIES,
     OUTCOME_UNAUTHORIZED,
     direct_input,

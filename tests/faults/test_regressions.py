@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from intentbus_local import seed as world
-from intentbus_local.faults import CRASH_AFTER, DUPLICATE, THROTTLE, TIMEOUT_AFTER
-from tests.faults import fanout_workflow
-from tests.faults.harness import FaultHarness
-from tests.faults.invariants import code_of
-from tests.faults.schedule import (
+from intentbus_faults import fanout_workflow
+from intentbus_faults.harness import FaultHarness
+from intentbus_faults.invariants import code_of
+from intentbus_faults.schedule import (
     AUTHORIZED_UNRECORDED,
     FANOUT,
     REJECT,
@@ -25,6 +23,8 @@ from tests.faults.schedule import (
     incident_input,
     schedule_of,
 )
+from intentbus_local import seed as world
+from intentbus_local.faults import CRASH_AFTER, DUPLICATE, THROTTLE, TIMEOUT_AFTER
 
 
 def codes(violations: list[str]) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests.faults.run import Tally, run_parallel
+from intentbus_faults.run import Tally, run_parallel
 
 DIES_AT = 7
 

@@ -1,7 +1,7 @@
 """The CI-sized fault run: seeded schedules over the local cloud, and no invariant broken.
 
 ``FAULTS_CI`` schedules (default 40) from ``FAULTS_SEED`` (default fixed, so CI is reproducible; a
-failure names each broken schedule's seed: ``python -m tests.faults.run --schedules 1 --seed <seed>``),
+failure names each broken schedule's seed: ``python -m intentbus_faults.run --schedules 1 --seed <seed>``),
 every fault kind drawn, ``forge`` among them; then ``FAULTS_FORGE_CI`` (default 8) with the attacker
 in every one (``--kinds forge``).
 
@@ -18,10 +18,10 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tests.faults.harness import FaultHarness, ScheduleResult
-from tests.faults.invariants import code_of
-from tests.faults.run import run
-from tests.faults.schedule import FORGE
+from intentbus_faults.harness import FaultHarness, ScheduleResult
+from intentbus_faults.invariants import code_of
+from intentbus_faults.run import run
+from intentbus_faults.schedule import FORGE
 
 SCHEDULES = int(os.environ.get("FAULTS_CI", "40"))
 SEED = int(os.environ.get("FAULTS_SEED", "20261202"))

@@ -15,6 +15,7 @@ from intentbus.definition import (
     Step,
     StepResults,
     ToolContext,
+    ToolEffect,
     ToolError,
     Workflow,
     tool,
@@ -50,7 +51,7 @@ class Ship(Payload):
     warehouse: str
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def reserve(command: Reserve, context: ToolContext) -> Mapping[str, Any]:
     RUNS.append(f"reserve:{command.order_id}")
     if command.order_id == "broken":
@@ -58,7 +59,7 @@ def reserve(command: Reserve, context: ToolContext) -> Mapping[str, Any]:
     return {"order_id": command.order_id, "reserved": command.amount}
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def ship(command: Ship, context: ToolContext) -> Mapping[str, Any]:
     RUNS.append(f"ship:{command.order_id}:{command.warehouse}")
     return {"parcel": f"{command.warehouse}-{command.order_id}"}

@@ -18,6 +18,7 @@ from intentbus.definition import (
     ScriptedAgent,
     Step,
     ToolContext,
+    ToolEffect,
     Workflow,
     tool,
 )
@@ -49,7 +50,7 @@ class Deploy(Payload):
     version: str
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def deploy(command: Deploy, context: ToolContext) -> Mapping[str, Any]:
     DEPLOYS.append(f"{command.service}@{command.version}")
     return command.model_dump()

@@ -25,6 +25,7 @@ from intentbus.definition import (
     ScriptedAgent,
     Step,
     ToolContext,
+    ToolEffect,
     Workflow,
     tool,
 )
@@ -66,21 +67,21 @@ class CloseAccount(Payload):
     customer_id: str
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def reply(command: Reply, context: ToolContext) -> Mapping[str, Any]:
     """Answers the customer on the ticket."""
     RUNS.append(f"reply:{command.ticket_id}")
     return {"ticket_id": command.ticket_id}
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def refund(command: Refund, context: ToolContext) -> Mapping[str, Any]:
     """Refunds the customer."""
     RUNS.append(f"refund:{command.amount}")
     return {"ticket_id": command.ticket_id}
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def close_account(command: CloseAccount, context: ToolContext) -> Mapping[str, Any]:
     """Closes the customer's account."""
     RUNS.append(f"close:{command.customer_id}")

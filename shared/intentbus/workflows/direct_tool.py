@@ -13,7 +13,15 @@ from typing import Any, Literal
 from botocore.exceptions import ClientError
 from pydantic import Field
 
-from intentbus.definition import RepeatSafety, Step, StepResults, ToolContext, Workflow, tool
+from intentbus.definition import (
+    RepeatSafety,
+    Step,
+    StepResults,
+    ToolContext,
+    ToolEffect,
+    Workflow,
+    tool,
+)
 from intentbus.policy import Effect, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.tools import tool_error
@@ -37,7 +45,7 @@ class ToolExecutionCompleted(Payload):
     result: dict[str, Any]
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def run_requested_tool(command: ToolExecutionRequested, context: ToolContext) -> Mapping[str, Any]:
     """Upserts the tenant's CRM record: the same request applied twice leaves the same record. The
     table is keyed by tenant, so no tenant's command reaches another tenant's record."""

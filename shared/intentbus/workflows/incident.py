@@ -23,6 +23,7 @@ from intentbus.definition import (
     ScriptedAgent,
     Step,
     ToolContext,
+    ToolEffect,
     ToolError,
     Workflow,
     tool,
@@ -124,7 +125,7 @@ def _scope(command: ServiceRef) -> tuple[str, ...]:
     return (service_resource(command),)
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Mapping[str, Any]:
     """Reads the service's p99 latency from CloudWatch."""
     context.require_resource(service_resource(command))
@@ -139,7 +140,7 @@ def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Ma
     }
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapping[str, Any]:
     """Reads every dependency's error rate and names the worst one."""
     context.require_resource(service_resource(command))
@@ -176,7 +177,7 @@ def _describe(context: ToolContext, command: ServiceRef) -> list[dict[str, Any]]
     return list(response.get("services", []))
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, Any]:
     """Reads the ECS service and proposes doubling it, within the policy's ceiling."""
     context.require_resource(service_resource(command))
@@ -192,7 +193,7 @@ def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, A
     }
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
     """Sets the desired count: an absolute value, so running it twice leaves the same service."""
     context.require_resource(service_resource(command))

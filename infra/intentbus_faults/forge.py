@@ -36,10 +36,8 @@ from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
 from intentbus.journal import LogEntry
 from intentbus.state import WorkflowState
-from intentbus_local.cloud import LocalCloud
-from intentbus_local.lambda_runtime import Invocation
-from tests.faults.invariants import INGRESS, PIPELINE_BUS, Forged
-from tests.faults.schedule import (
+from intentbus_faults.invariants import INGRESS, PIPELINE_BUS, Forged
+from intentbus_faults.schedule import (
     ACCEPTED_EXISTING_RUN,
     ACCEPTED_NEW_RUN,
     AUTHORIZED_ALTERED,
@@ -56,6 +54,8 @@ from tests.faults.schedule import (
     RunRef,
     Schedule,
 )
+from intentbus_local.cloud import LocalCloud
+from intentbus_local.lambda_runtime import Invocation
 
 STAGE_FUNCTIONS = frozenset(
     f"{stage}Function" for stage in ("Validate", "Decide", "Authorize", "Execute", "Record")

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus_faults.schedule import ApprovalPlan, RunRef
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import ApiDispatcher, LocalUser
 from intentbus_local.lambda_runtime import Invocation
-from tests.faults.schedule import ApprovalPlan, RunRef
 
 APPROVE_FUNCTION = "ApprovalsFunction"
 AUTHORIZE_FUNCTION = "AuthorizeFunction"

@@ -1,6 +1,6 @@
 """The fault harness: one in-process local cloud, reused across schedules, with both fault seams in.
 
-Every botocore call made inside a function goes through two interceptors (tests/botocore_calls.py):
+Every botocore call made inside a function goes through two interceptors (calls.py):
 the fault injector (intentbus_local.faults.CallFaults), then, innermost, a tracker that records each
 call that reached the service. The poller delivers through intentbus_local.faults.DeliveryFaults.
 ``run(schedule)`` emits the schedule's inputs, runs the cloud until idle, observes what is left and
@@ -35,32 +35,34 @@ from intentbus.stages.common import StageResult
 from intentbus.stages.decide import DecideStage
 from intentbus.state import TERMINAL
 from intentbus.workflows import incident
-from intentbus_local import report, seed
-from intentbus_local.cloud import LocalCloud, RunSummary
-from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
-from intentbus_local.template import default_template_path, read_sam
-from intentbus_local.topology import FunctionInfo
-from tests.botocore_calls import Call, CallLog, Proceed, recording
-from tests.faults import fanout_workflow
-from tests.faults.approver import Approver
-from tests.faults.forge import Forger
-from tests.faults.invariants import (
+from intentbus_faults import fanout_workflow
+from intentbus_faults.approver import Approver
+from intentbus_faults.calls import Call, CallLog, Proceed, recording
+from intentbus_faults.forge import Forger
+from intentbus_faults.invariants import (
     Effect,
     Forged,
     Landing,
     Observation,
     RunView,
     check_all,
+    declared_effects,
     forged_end,
     idempotency_record_id,
     safe_repeats,
 )
-from tests.faults.schedule import FANOUT, WORKFLOWS, Input, RunRef, Schedule
-from tests.faults.speedups import moto_fast_paths
+from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
+from intentbus_faults.speedups import moto_fast_paths
+from intentbus_local import report, seed
+from intentbus_local.cloud import LocalCloud, RunSummary
+from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
+from intentbus_local.template import default_template_path, read_sam
+from intentbus_local.topology import FunctionInfo
 
 EXECUTE = "ExecuteFunction"
 DECIDE = "DecideFunction"
 QUARANTINE = "QuarantineQueue"
+CRM = "CrmTable"
 _READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
 _METRICS_REFRESH_SECONDS = 300.0
 _IN_PROGRESS = "INPROGRESS"
@@ -175,11 +177,15 @@ class FaultHarness:
         self,
         *,
         workflows: str = WORKFLOWS,
+        template: Path | None = None,
+        drive: Drive = SEED_DRIVE,
         logs_dir: Path | None = None,
         max_invocations: int = 1500,
         deadline_seconds: float = 120.0,
     ) -> None:
         self._workflows = workflows
+        self._template = template
+        self.drive = drive
         self._logs_dir = logs_dir
         self._max_invocations = max_invocations
         self._deadline = deadline_seconds
@@ -206,20 +212,28 @@ class FaultHarness:
         logging.getLogger("moto").setLevel(logging.ERROR)
         logs = self._logs_dir or Path(tempfile.mkdtemp(prefix="intentbus-faults-logs-"))
         parameters = {"Workflows": self._workflows}
-        if "ProducerBindings" in read_sam(default_template_path()).get("Parameters", {}):
-            parameters["ProducerBindings"] = PRODUCER_BINDINGS
+        template = self._template or default_template_path()
+        if "ProducerBindings" in read_sam(template).get("Parameters", {}):
+            parameters["ProducerBindings"] = ";".join(
+                [PRODUCER_BINDINGS, *(f"{source}=*" for source in self.drive.sources)]
+            )
         cloud = LocalCloud(
-            mode="inprocess", parameters=parameters, logs_dir=logs, stack_name="intentbus-faults"
+            mode="inprocess",
+            template_path=self._template,
+            parameters=parameters,
+            logs_dir=logs,
+            stack_name="intentbus-faults",
         )
         self._stack.enter_context(cloud)
         self._cloud = cloud
         topology = cloud.topology
-        crm_key = cloud.clients.dynamodb().describe_table(TableName=topology.tables["CrmTable"])
-        self._stack.enter_context(
-            _journal_keyed_by_tenant(
-                any(k["AttributeName"] == "tenant_id" for k in crm_key["Table"]["KeySchema"])
+        if CRM in topology.tables:
+            crm_key = cloud.clients.dynamodb().describe_table(TableName=topology.tables[CRM])
+            self._stack.enter_context(
+                _journal_keyed_by_tenant(
+                    any(k["AttributeName"] == "tenant_id" for k in crm_key["Table"]["KeySchema"])
+                )
             )
-        )
         self._stack.enter_context(_every_tenant_may_touch_the_seed_service())
         self._stack.enter_context(_production_incidents_by_their_label())
         self._stack.enter_context(_recording_landings(self.landings))
@@ -367,8 +381,8 @@ class FaultHarness:
         """Each schedule's items are its own: dropping them keeps moto fast (its TransactWriteItems
         deep-copies the whole table each time, so a growing table makes every schedule slower)."""
         ddb = self.cloud.clients.dynamodb()
-        for logical_id in ("WorkflowTable", "IdempotencyTable", "CrmTable"):
-            table = self.cloud.topology.tables[logical_id]
+        tables = self.cloud.topology.tables
+        for table in (tables[name] for name in ("WorkflowTable", "IdempotencyTable", CRM) if name in tables):
             schema = ddb.describe_table(TableName=table)["Table"]["KeySchema"]
             names = [key["AttributeName"] for key in schema]
             kwargs: dict[str, Any] = {
@@ -423,6 +437,7 @@ class FaultHarness:
                 for workflow in self.catalog.workflows.values()
                 for name, spec in workflow.commands.items()
             },
+            declared=declared_effects(self.catalog),
         )
         self._observe_approvals(obs, store)
         for asked in self.tracker.model_calls:

@@ -2,11 +2,13 @@
 nothing stale applied"). Each check takes an ``Observation`` and returns violations, as strings.
 
 (a) ``effects_at_most_once``: every side effect at most once per idempotency key, exactly once for
-    each command of a run that COMPLETED. Effects are the AWS writes the execute function made that
-    reached the service (not the pipeline's own tables, bus or queues), attributed to the Powertools
-    idempotency record in progress; plus the fan-out workflow's durable journal (``applied``). A tool
-    declared ``RepeatSafety.SAFE`` may repeat its effect after an attempt that died (README: "safe to
-    repeat"): ``safe_repeats`` lists those as notes, not violations.
+    each command of a run that COMPLETED whose tool declares ``effect=ToolEffect.WRITES`` (the
+    default), none for a tool declared ``ToolEffect.READ_ONLY`` (``declared_effects``). Effects are
+    the AWS writes the execute function made that reached the service (not the pipeline's own
+    tables, bus or queues), attributed to the Powertools idempotency record in progress; plus the
+    fan-out workflow's durable journal (``applied``). A tool declared ``RepeatSafety.SAFE`` may
+    repeat its effect after an attempt that died (README: "safe to repeat"): ``safe_repeats`` lists
+    those as notes, not violations.
 (b) ``inputs_end_in_one_bucket``: every input event in exactly one bucket of
     ``intentbus_local.report.build``, none "lost"; as many outcomes as inputs sent.
 (c) ``no_stale_transitions``: in each run's log, the state-changing entries' versions are 1, 2, …, n
@@ -50,19 +52,26 @@ from typing import Any
 
 from intentbus import facts
 from intentbus.adapters.idempotency import KEY_PREFIX
-from intentbus.definition import RepeatSafety
+from intentbus.catalog import Catalog
+from intentbus.definition import RepeatSafety, ToolEffect
 from intentbus.ids import canonical_json
 from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
+from intentbus_faults import fanout_workflow
+from intentbus_faults.approver import Decided
+from intentbus_faults.schedule import RunRef
 from intentbus_local.report import RunReport
-from tests.faults import fanout_workflow
-from tests.faults.approver import Decided
-from tests.faults.schedule import RunRef
 
-EFFECTFUL_COMMANDS = frozenset(
-    {"scale_service", "reserve_stock", "reserve_unchecked", "TOOL_EXECUTION_REQUESTED"}
-)
-"""Command types whose tool writes something: a completed run ran each of them exactly once."""
+
+def declared_effects(catalog: Catalog) -> dict[str, ToolEffect]:
+    """Command type -> what its tool declares it does (``tool(effect=...)``), over the catalog's
+    workflows: what must take effect exactly once in a completed run, and what must write nothing."""
+    return {
+        name: spec.tool.effect
+        for workflow in catalog.workflows.values()
+        for name, spec in workflow.commands.items()
+    }
+
 
 LOST = "lost"
 
@@ -193,6 +202,8 @@ class Observation:
     """Idempotency record id -> the fan-out journal key its command writes."""
     repeat_safety: dict[str, RepeatSafety] = field(default_factory=dict)
     """Command type -> what its tool declares."""
+    declared: dict[str, ToolEffect] = field(default_factory=dict)
+    """Command type -> whether its tool writes (``declared_effects``); a type not listed is taken to."""
     decisions: dict[RunRef, Decided] = field(default_factory=dict)
     """What the approval schedules' person did, per run."""
     approvals: dict[str, Approval] = field(default_factory=dict)
@@ -272,22 +283,34 @@ def effects_at_most_once(obs: Observation) -> list[str]:
     violations += [
         f"(a/effect-repeated) {_repeat_text(*repeat)}" for repeat in _repeats(obs, RepeatSafety.RECONCILE)
     ]
+    commands = _commands_by_record(obs)
+    for record, effects in by_record.items():
+        run_command = commands.get(record) if record is not None else None
+        if run_command is None:
+            continue
+        run, command = run_command
+        if obs.declared.get(str(command.get("type"))) is ToolEffect.READ_ONLY:
+            violations.append(
+                f"(a/read-only-wrote) {command.get('type')} of {run.ref} is declared read-only "
+                "(tool(effect=ToolEffect.READ_ONLY)) but wrote: " + ", ".join(str(e) for e in effects)
+            )
     for journal_key, applied in obs.journal.items():
         if applied > 1:
             violations.append(
                 f"(a/journal-repeated) journal {journal_key}: the effect was applied {applied} times"
             )
-    for record, (run, command) in _commands_by_record(obs).items():
+    for record, (run, command) in commands.items():
         if run.state is None or run.state.status is not Status.COMPLETED:
             continue
-        if command["type"] not in EFFECTFUL_COMMANDS:
+        if obs.declared.get(str(command["type"]), ToolEffect.WRITES) is not ToolEffect.WRITES:
             continue
         made = len(by_record.get(record, []))
         safe = obs.repeat_safety.get(str(command["type"])) is RepeatSafety.SAFE
         if made == 0 or (made > 1 and not safe):
             violations.append(
                 f"(a/completed-not-once) {run.ref} COMPLETED but its {command['type']} took effect "
-                f"{made} times (exactly once expected)"
+                f"{made} times (exactly once expected"
+                + ("; a tool that writes nothing declares effect=ToolEffect.READ_ONLY)" if not made else ")")
             )
         written = obs.journal_keys.get(record)
         applied = obs.journal.get(written, 0) if written is not None else 1
@@ -585,15 +608,24 @@ def _value(params: Mapping[str, Any], name: str) -> Any:
     return next(iter(value.values()), None) if isinstance(value, dict) else None
 
 
+_MODELLED = frozenset(
+    {"scale_service", "TOOL_EXECUTION_REQUESTED", fanout_workflow.COMMAND, fanout_workflow.UNCHECKED}
+)
+"""The seed workflows' command types whose writes the checker compares with the recorded payload."""
+
+
 def effect_mismatch(effect: Effect, command: Mapping[str, Any]) -> str | None:
     """How what the effect wrote differs from the command's recorded payload (None if it does not).
 
-    Effects of a shape this checker has no model of are attributed, not compared."""
+    Effects of a shape or a command type this checker has no model of (a user's own tools) are
+    attributed, not compared."""
     kind = str(command.get("type"))
     payload = command.get("payload") or {}
     tenant_id = command.get("tenant_id")
     wanted: dict[str, Any]
     got: dict[str, Any]
+    if kind not in _MODELLED:
+        return None
     if effect.what == "ecs.UpdateService":
         if kind != "scale_service":
             return f"{kind} does not scale a service"

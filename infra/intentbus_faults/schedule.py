@@ -3,11 +3,12 @@
 The faults are the local cloud's (intentbus_local.faults) plus ``forge``, the attacker (forge.py).
 
 Every run of a schedule has its own tenant and run id (derived from the seed), so schedules can share
-one local cloud, and ``python -m tests.faults.run --schedules 1 --seed S`` replays schedule S alone.
+one local cloud, and ``python -m intentbus_faults.run --schedules 1 --seed S`` replays schedule S alone.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from intentbus_faults import fanout_workflow
 from intentbus_local import seed as world
 from intentbus_local.faults import ALL_KINDS, CALL_KINDS, FaultPlan
-from tests.faults import fanout_workflow
 
 WORKFLOWS = f"intentbus.workflows.incident,intentbus.workflows.direct_tool,{fanout_workflow.MODULE}"
 
@@ -179,11 +180,58 @@ class Schedule:
         return text + (f"; approvals: {approvals}" if approvals else "")
 
 
-def generate(seed: int, *, kinds: Sequence[str] = KINDS) -> Schedule:
+@dataclass(frozen=True)
+class Example:
+    """A sample input of a workflow under test (``Workflow.examples`` or ``--events``)."""
+
+    workflow: str
+    envelope: Mapping[str, Any]
+
+    @property
+    def source(self) -> str:
+        return str(self.envelope.get("source") or DEFAULT_SOURCE)
+
+    @property
+    def detail_type(self) -> str:
+        return str(self.envelope.get("type") or self.envelope.get("event_type"))
+
+
+DEFAULT_SOURCE = "intentbus.cli"
+"""The source an example without one is sent as (``intentbus emit``'s default too)."""
+
+
+@dataclass(frozen=True)
+class Drive:
+    """What a schedule's inputs are drawn from: the built-in generators of the seed workflows named
+    in ``seeded`` (with approval plans, fan-out lines, ...), and the examples of any other workflow."""
+
+    seeded: frozenset[str] = frozenset({INCIDENT, FANOUT, DIRECT})
+    examples: tuple[Example, ...] = ()
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({example.source for example in self.examples})
+
+
+SEED_DRIVE = Drive()
+
+
+def generate(seed: int, *, kinds: Sequence[str] = KINDS, drive: Drive = SEED_DRIVE) -> Schedule:
     rng = random.Random(seed)
-    incident, fanout, direct = rng.choice((0, 1, 1, 2)), rng.choice((0, 1, 1, 2)), rng.choice((0, 0, 1))
-    if incident + fanout + direct == 0:
-        fanout = 1
+    counts = rng.choice((0, 1, 1, 2)), rng.choice((0, 1, 1, 2)), rng.choice((0, 0, 1))
+    incident, fanout, direct = (
+        n if name in drive.seeded else 0 for n, name in zip(counts, (INCIDENT, FANOUT, DIRECT), strict=True)
+    )
+    own = rng.choice((1, 1, 2, 3)) if drive.examples else 0
+    if incident + fanout + direct + own == 0:
+        if FANOUT in drive.seeded or not (drive.seeded or drive.examples):
+            fanout = 1
+        elif drive.examples:
+            own = 1
+        elif INCIDENT in drive.seeded:
+            incident = 1
+        else:
+            direct = 1
     inputs: list[Input] = []
     for k in range(incident):
         plan = _approval_plan(rng) if rng.random() < 0.4 else None
@@ -193,8 +241,11 @@ def generate(seed: int, *, kinds: Sequence[str] = KINDS) -> Schedule:
         inputs.append(_copies(rng, fanout_input(seed, k, _lines(rng))))
     for k in range(direct):
         inputs.append(_copies(rng, direct_input(seed, k)))
+    for k in range(own):
+        inputs.append(_copies(rng, example_input(rng.choice(drive.examples), seed, k)))
     if rng.random() < 0.2:
-        inputs.append(malformed_input(seed))
+        own_only = drive.examples and INCIDENT not in drive.seeded
+        inputs.append(malformed_example(drive.examples[0], seed) if own_only else malformed_input(seed))
     rng.shuffle(inputs)
     rates: dict[str, float] = {}
     if rng.random() >= 0.05 and kinds:
@@ -306,6 +357,28 @@ def direct_input(seed: int, k: int = 0) -> Input:
     envelope.update(tenant_id=run.tenant_id, run_id=run.run_id, idempotency_key=f"idem_{seed}_dir{k}")
     envelope["payload"]["parameters"]["customer_id"] = f"cust-{seed}-{k}"
     return Input(envelope=envelope, source="crm.example", detail_type=str(envelope["event_type"]), run=run)
+
+
+def example_input(example: Example, seed: int, k: int = 0) -> Input:
+    """The example as a run of its own: the example's tenant (its allow-lists and budgets apply),
+    a run id, event id and idempotency key of this schedule's."""
+    envelope = copy.deepcopy(dict(example.envelope))
+    run = RunRef(str(envelope.get("tenant_id")), f"run-{seed}-ex{k}", example.workflow)
+    envelope.update(id=f"evt-{seed}-ex{k}", run_id=run.run_id)
+    if "idempotency_key" in envelope:
+        envelope["idempotency_key"] = f"idem_{seed}_ex{k}"
+    return Input(envelope=envelope, source=example.source, detail_type=example.detail_type, run=run)
+
+
+def malformed_example(example: Example, seed: int) -> Input:
+    """The example without its payload: refused by validate, it must end in quarantine."""
+    envelope = {
+        key: value
+        for key, value in copy.deepcopy(dict(example.envelope)).items()
+        if key not in ("payload", "data")
+    }
+    envelope.update(id=f"evt-{seed}-bad", run_id=f"run-{seed}-bad")
+    return Input(envelope=envelope, source=example.source, detail_type=example.detail_type, run=None)
 
 
 def malformed_input(seed: int) -> Input:

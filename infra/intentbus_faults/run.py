@@ -1,28 +1,16 @@
-"""Seeded fault schedules over the incident, direct-tool and fan-out workflows on one local cloud.
-
-    python -m tests.faults.run [--schedules N] [--seed S] [--workers W] [--kinds k1,k2] [--json F] [-v]
+"""Runs seeded fault schedules over the workflows under test on one local cloud (or one per worker).
 
 Schedule i runs with seed S + i, so ``--schedules 1 --seed <a schedule's seed>`` replays it alone.
-N defaults to $FAULTS (else 40); S to $FAULTS_SEED (else random, printed); W to $FAULTS_WORKERS
-(else 1): worker processes take the seeds in chunks, each on its own local cloud, and are replaced
-by fresh ones every few hundred schedules. Exit code 1 on any invariant violation or on a schedule
-lost with a dead worker; Ctrl-C or SIGTERM stops a run and still prints (and writes) the figures of the
-schedules that finished, with exit code 130.
-
-The kinds are the local cloud's fault kinds and ``forge`` (forged facts and inputs among the traffic,
-forge.py); the tally lists every forged message by forgery and where it ended.
+Worker processes take the seeds in chunks, each on its own local cloud, and are replaced by fresh
+ones every few hundred schedules. ``intentbus faults`` (intentbus_cli.faults) is the command line.
 """
 
 from __future__ import annotations
 
-import argparse
 import atexit
 import contextlib
-import json
+import functools
 import multiprocessing
-import os
-import random
-import signal
 import sys
 import time
 from collections import Counter
@@ -32,10 +20,31 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.faults.harness import FaultHarness, ScheduleResult
-from tests.faults.schedule import FORGE, KINDS, generate
+from intentbus_faults.harness import FaultHarness, ScheduleResult
+from intentbus_faults.schedule import FORGE, KINDS, SEED_DRIVE, WORKFLOWS, Drive, generate
 
 DEFAULT_SCHEDULES = 40
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the schedules run over (sent to worker processes, so plain data)."""
+
+    workflows: str = WORKFLOWS
+    """``INTENTBUS_WORKFLOWS``: comma-separated ``module`` or ``module:attribute``."""
+    template: Path | None = None
+    """The SAM template the local cloud deploys (None: the project's own)."""
+    drive: Drive = SEED_DRIVE
+    paths: tuple[str, ...] = ()
+    """Put first on ``sys.path`` (in every worker too), so the workflows' modules import."""
+
+    def harness(self) -> FaultHarness:
+        for path in reversed(self.paths):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+        return FaultHarness(workflows=self.workflows, template=self.template, drive=self.drive)
+
+
 CHUNK_SCHEDULES = 20
 SCHEDULES_PER_PROCESS = 200
 
@@ -86,6 +95,8 @@ class Outcome:
     """Seeds whose worker process died before reporting them (e.g. killed for memory)."""
     not_run: int = 0
     """Schedules never started because the run was interrupted (Ctrl-C / SIGINT)."""
+    replay: str = "intentbus faults --schedules 1 --seed <seed>"
+    """The command that replays one schedule (``<seed>`` stands for its seed)."""
 
     @property
     def faults(self) -> Counter[str]:
@@ -150,9 +161,10 @@ class Outcome:
         if notes:
             lines.append(f"notes (allowed, not violations): {len(notes)}")
             lines += [f"  seed {seed}: {note}" for seed, note in notes[:max_listed]]
-        lines.append(
-            f"seed: {self.seed} (replay one schedule: python -m tests.faults.run --schedules 1 --seed <seed>)"
-        )
+        lines.append(f"seed: {self.seed} (replay one schedule: {self.replay})")
+        if violations:
+            first = violations[0][0]
+            lines.append(f"FAILED: seed {first}; replay it: {self.replay.replace('<seed>', str(first))}")
         return "\n".join(lines)
 
     def _forged_lines(self) -> list[str]:
@@ -189,15 +201,16 @@ def run(
     *,
     kinds: Sequence[str] = KINDS,
     harness: FaultHarness | None = None,
+    target: Target = Target(),
     progress: Callable[[Tally], None] | None = None,
 ) -> Outcome:
     """Runs ``schedules`` schedules with seeds ``seed``, ``seed + 1``, ...; reuses ``harness`` if given."""
     outcome = Outcome(seed=seed)
-    with FaultHarness() if harness is None else contextlib.nullcontext(harness) as running:
+    with target.harness() if harness is None else contextlib.nullcontext(harness) as running:
         started = time.monotonic()
         try:
             for index in range(schedules):
-                result = running.run(generate(seed + index, kinds=kinds))
+                result = running.run(generate(seed + index, kinds=kinds, drive=running.drive))
                 tally = Tally.of(result)
                 outcome.results.append(result)
                 outcome.tallies.append(tally)
@@ -215,6 +228,7 @@ def run_parallel(
     *,
     workers: int,
     kinds: Sequence[str] = KINDS,
+    target: Target = Target(),
     progress: Callable[[Tally], None] | None = None,
     chunk: int = CHUNK_SCHEDULES,
     schedules_per_process: int = SCHEDULES_PER_PROCESS,
@@ -240,7 +254,7 @@ def run_parallel(
         with ProcessPoolExecutor(
             max_workers=min(workers, len(chunks)),
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=start_worker or _start_worker_harness,
+            initializer=start_worker or functools.partial(_start_worker_harness, target),
         ) as pool:
             pending = {
                 pool.submit(run_chunk or _run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
@@ -273,8 +287,8 @@ _worker_harness: list[FaultHarness] = []
 """The one harness of a worker process, started by the pool's initializer."""
 
 
-def _start_worker_harness() -> None:
-    harness = FaultHarness()
+def _start_worker_harness(target: Target) -> None:
+    harness = target.harness()
     harness.start()
     atexit.register(harness.close)
     _worker_harness.append(harness)
@@ -282,10 +296,13 @@ def _start_worker_harness() -> None:
 
 def _run_chunk(seeds: list[int], kinds: list[str]) -> list[Tally]:
     (harness,) = _worker_harness
-    return [Tally.of(harness.run(generate(schedule_seed, kinds=kinds))) for schedule_seed in seeds]
+    return [
+        Tally.of(harness.run(generate(schedule_seed, kinds=kinds, drive=harness.drive)))
+        for schedule_seed in seeds
+    ]
 
 
-def _print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
+def print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
     done = 0
     started = time.monotonic()
 
@@ -305,73 +322,3 @@ def _print_progress(verbose: bool, total: int) -> Callable[[Tally], None]:
             print(f"progress: {done}/{total} schedules, {elapsed:.0f} s", flush=True)
 
     return report
-
-
-def _stop(signum: int, frame: object) -> None:
-    """SIGTERM (a CI timeout, ``kill``) stops the run like Ctrl-C: the finished schedules are reported."""
-    raise KeyboardInterrupt
-
-
-def _from_env(
-    parser: argparse.ArgumentParser, given: int | None, name: str, default: int | None
-) -> int | None:
-    """The option if given, else the make variable's environment value, else ``default``."""
-    if given is not None:
-        return given
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        parser.error(f"{name}={raw!r} is not a whole number")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.faults.run", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--schedules", type=int, default=None, help=f"default: $FAULTS, else {DEFAULT_SCHEDULES}"
-    )
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument(
-        "--workers", type=int, default=None, help="processes (default: $FAULTS_WORKERS, else 1)"
-    )
-    parser.add_argument(
-        "--kinds", default=",".join(KINDS), help=f"fault kinds to draw from: {', '.join(KINDS)}"
-    )
-    parser.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
-    parser.add_argument(
-        "--verbose", "-v", action="store_true", help="print every schedule, not just failing ones"
-    )
-    args = parser.parse_args(argv)
-    args.schedules = _from_env(parser, args.schedules, "FAULTS", DEFAULT_SCHEDULES)
-    args.workers = _from_env(parser, args.workers, "FAULTS_WORKERS", 1)
-    if args.schedules < 1 or args.workers < 1:
-        parser.error("--schedules and --workers must be at least 1")
-    seed = _from_env(parser, args.seed, "FAULTS_SEED", None)
-    if seed is None:
-        seed = random.randrange(10**6)
-    kinds = [kind for kind in args.kinds.split(",") if kind]
-    unknown = sorted(set(kinds) - set(KINDS))
-    if unknown:
-        parser.error(f"unknown fault kind(s) {unknown}; choose from {list(KINDS)}")
-    signal.signal(signal.SIGTERM, _stop)
-    print(f"seed: {seed}, {args.schedules} schedule(s), {args.workers} worker(s)", flush=True)
-    progress = _print_progress(args.verbose, args.schedules)
-    workers = min(args.workers, args.schedules)
-    if workers > 1 or args.schedules > SCHEDULES_PER_PROCESS:
-        outcome = run_parallel(args.schedules, seed, workers=workers, kinds=kinds, progress=progress)
-    else:
-        outcome = run(args.schedules, seed, kinds=kinds, progress=progress)
-    print(outcome.summary())
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(outcome.to_json(), indent=1))
-        print(f"tallies written to {args.json}")
-    if outcome.not_run:
-        return 130
-    return 1 if outcome.violations or outcome.unfinished else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -31,6 +31,7 @@ from intentbus.definition import (
     Step,
     StepResults,
     ToolContext,
+    ToolEffect,
     ToolError,
     Workflow,
     tool,
@@ -39,7 +40,7 @@ from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.tools import aws_errors
 
-MODULE = "tests.faults.fanout_workflow"
+MODULE = "intentbus_faults.fanout_workflow"
 REQUESTED = "FanoutRequested"
 RESERVED = "StockReserved"
 COMMAND = "reserve_stock"
@@ -142,9 +143,12 @@ def _reconcile(command: ReserveStock, context: ToolContext) -> Mapping[str, Any]
 
 
 reserve_stock = replace(
-    tool(repeat_safety=RepeatSafety.RECONCILE, reconcile=_reconcile)(_reserve), name=COMMAND
+    tool(repeat_safety=RepeatSafety.RECONCILE, reconcile=_reconcile, effect=ToolEffect.WRITES)(_reserve),
+    name=COMMAND,
 )
-reserve_unchecked = replace(tool(repeat_safety=RepeatSafety.RECONCILE)(_reserve), name=UNCHECKED)
+reserve_unchecked = replace(
+    tool(repeat_safety=RepeatSafety.RECONCILE, effect=ToolEffect.WRITES)(_reserve), name=UNCHECKED
+)
 
 
 def _split(context: DecisionContext) -> Decision:
