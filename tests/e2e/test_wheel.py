@@ -8,6 +8,7 @@ Slow (a wheel, two virtualenvs with moto and cfn-lint; pip's cache keeps it to a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +21,18 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT = 900
+NOT_SOURCE = (
+    ".git",
+    ".venv*",
+    "build",
+    ".aws-sam",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    ".local",
+    ".bench",
+    "tests",
+)
 
 
 def run(command: list[str], *, cwd: Path, env: Mapping[str, str], timings: dict[str, float]) -> str:
@@ -43,8 +56,10 @@ def test_a_project_made_by_the_installed_wheel_runs_its_demo_and_passes_its_test
         if key not in {"VIRTUAL_ENV", "PYTHONPATH", "INTENTBUS_WORKFLOWS"} and not key.startswith("AWS_")
     }
     env["PIP_FIND_LINKS"] = " ".join(filter(None, [str(wheels), os.environ.get("PIP_FIND_LINKS")]))
+    # From a copy: setuptools builds in the source folder, and a build/ left there would ship stale files.
+    source = shutil.copytree(REPO, tmp_path / "source", ignore=shutil.ignore_patterns(*NOT_SOURCE))
     run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)],
         cwd=tmp_path,
         env=env,
         timings=timings,
