@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -21,18 +22,18 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT = 900
-NOT_SOURCE = (
-    ".git",
-    ".venv*",
-    "build",
-    ".aws-sam",
-    "*.egg-info",
-    "__pycache__",
-    ".*_cache",
-    ".local",
-    ".bench",
-    "tests",
-)
+NOT_SOURCE = (".git", ".venv*", "build", ".aws-sam", "*.egg-info", ".*_cache", ".local", ".bench", "tests")
+"""Top-level entries of the checkout that are not the package's source (nested ones, e.g. the scaffold's
+tests/, are)."""
+
+
+def not_source(directory: str, names: list[str]) -> set[str]:
+    top_level = Path(directory) == REPO
+    return {
+        name
+        for name in names
+        if name == "__pycache__" or (top_level and any(fnmatch(name, pattern) for pattern in NOT_SOURCE))
+    }
 
 
 def run(command: list[str], *, cwd: Path, env: Mapping[str, str], timings: dict[str, float]) -> str:
@@ -57,7 +58,7 @@ def test_a_project_made_by_the_installed_wheel_runs_its_demo_and_passes_its_test
     }
     env["PIP_FIND_LINKS"] = " ".join(filter(None, [str(wheels), os.environ.get("PIP_FIND_LINKS")]))
     # From a copy: setuptools builds in the source folder, and a build/ left there would ship stale files.
-    source = shutil.copytree(REPO, tmp_path / "source", ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    source = shutil.copytree(REPO, tmp_path / "source", ignore=not_source)
     run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(source)],
         cwd=tmp_path,
