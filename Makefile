@@ -71,7 +71,7 @@ bench: $(STAMP)
 
 # Seeded fault schedules with the invariant checker; FAULTS=N for a longer run, FAULTS_SEED=S to replay.
 faults: $(STAMP)
-	$(BIN)/intentbus faults
+	$(BIN)/intentbus faults --workflows intentbus.workflows.incident,intentbus.workflows.direct_tool,intentbus_faults.fanout_workflow
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(SAM_VENV) .aws-sam .bench .local build *.egg-info

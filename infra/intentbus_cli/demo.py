@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
@@ -28,6 +29,7 @@ from intentbus_local.http_front import HttpFront, LocalUser
 
 Decision = Literal["approve", "reject"]
 OPERATOR = "operator@example.com"
+INCIDENT_WORKFLOW = "incident_response"
 
 Ask = Callable[[str, Callable[[], bool]], "str | None"]
 """Asks a person ``question``; the reply, or ``None`` once ``settled()`` (decided elsewhere) says so first.
@@ -61,9 +63,14 @@ def run(
     decision: Decision | None = None,
     ask: Ask | None = None,
     say: Callable[[str], None] = print,
+    template_path: Path | None = None,
+    workflows: str | None = None,
 ) -> DemoResult:
-    """``ask`` prompts a person (None: no terminal); ``decision`` answers for them."""
-    with LocalCloud(mode=mode, parameters={"Environment": environment}) as cloud:
+    """``ask`` prompts a person (None: no terminal); ``decision`` answers for them. ``template_path``:
+    the seed template by default; ``workflows``: its ``Workflows`` parameter (must register the
+    incident workflow)."""
+    parameters = {"Environment": environment} | ({"Workflows": workflows} if workflows else {})
+    with LocalCloud(mode=mode, parameters=parameters, template_path=template_path) as cloud:
         where = cloud.endpoint_url or "moto in this process"
         say(
             f"local cloud up ({where}): stack {cloud.topology.stack_name}, "

@@ -36,9 +36,7 @@ class Target:
         )
 
 
-def add_target_arguments(
-    parser: argparse.ArgumentParser, *, default_workflows: str, tenant_help: str
-) -> None:
+def add_target_arguments(parser: argparse.ArgumentParser, *, tenant_help: str) -> None:
     parser.add_argument(
         "--table",
         default=os.environ.get("WORKFLOW_TABLE"),
@@ -49,7 +47,9 @@ def add_target_arguments(
         default=os.environ.get("EVENT_BUS_NAME"),
         help="the bus (default: $EVENT_BUS_NAME; the stack's EventBusName)",
     )
-    parser.add_argument("--workflows", default=os.environ.get("INTENTBUS_WORKFLOWS", default_workflows))
+    from intentbus_cli.project import WORKFLOWS_HELP
+
+    parser.add_argument("--workflows", help=WORKFLOWS_HELP)
     parser.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
     parser.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
     parser.add_argument("--tenant", required=True, help=tenant_help)

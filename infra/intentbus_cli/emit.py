@@ -101,7 +101,7 @@ def read_lines(path: Path, *, name: str | None = None) -> list[Line]:
     return lines
 
 
-def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str) -> None:
+def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
     """Registers ``emit`` on the ``intentbus`` parser."""
     emit = commands.add_parser(
         "emit", help="put envelopes on the ingress bus, checked against the workflows' types first"
@@ -117,12 +117,6 @@ def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str)
         default=DEFAULT_SOURCE,
         help="the EventBridge source to send as, the one your IAM policy pins (default intentbus.cli); "
         "an envelope claiming another source is refused",
-    )
-    emit.add_argument(
-        "--workflows",
-        default=os.environ.get("INTENTBUS_WORKFLOWS", default_workflows),
-        help="workflow modules whose types validate envelopes (default: $INTENTBUS_WORKFLOWS or the seed "
-        "workflows)",
     )
     emit.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
 

@@ -38,15 +38,6 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
         "workflows; then: no effect twice, none without a recorded authorization, nothing lost or stuck.",
     )
     faults.add_argument(
-        "--template", type=Path, default=None, help="your SAM template (default: intentbus's template.yaml)"
-    )
-    faults.add_argument(
-        "--workflows",
-        default=None,
-        help="comma-separated module or module:attribute, imported from the current directory too "
-        "(default: $INTENTBUS_WORKFLOWS, else the seed workflows and the fan-out sample)",
-    )
-    faults.add_argument(
         "--events",
         type=Path,
         default=None,
@@ -76,10 +67,9 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
 def run(args: argparse.Namespace) -> int:
     from intentbus_faults import run as runner
     from intentbus_faults.examples import drive_for
-    from intentbus_faults.schedule import KINDS, WORKFLOWS
+    from intentbus_faults.schedule import KINDS
 
     parser: argparse.ArgumentParser = args.faults_parser
-    args.workflows = args.workflows or os.environ.get("INTENTBUS_WORKFLOWS") or WORKFLOWS
     schedules = _from_env(parser, args.schedules, "FAULTS", DEFAULT_SCHEDULES)
     workers = _from_env(parser, args.workers, "FAULTS_WORKERS", 1)
     if schedules < 1 or workers < 1:

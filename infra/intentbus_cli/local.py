@@ -9,16 +9,33 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from intentbus.catalog import Catalog
+    from intentbus_cli.project import Project
     from intentbus_local.cloud import LocalCloud, RunSummary
     from intentbus_local.report import RunReport
 
 Mode = Literal["server", "inprocess"]
 
 
-def demo(*, mode: Mode, environment: str, decision: Literal["approve", "reject"] | None) -> int:
-    from intentbus_cli.demo import run, terminal_prompt
+def demo(
+    project: Project, *, mode: Mode, environment: str, decision: Literal["approve", "reject"] | None
+) -> int:
+    from intentbus.catalog import Catalog
+    from intentbus.errors import ConfigurationError
+    from intentbus_cli.demo import INCIDENT_WORKFLOW, run, terminal_prompt
 
-    result = run(mode=mode, environment=environment, decision=decision, ask=terminal_prompt())
+    if INCIDENT_WORKFLOW not in Catalog.from_modules(project.workflows).workflows:
+        raise ConfigurationError(
+            f"the demo runs the {INCIDENT_WORKFLOW} workflow, which {project.workflows!r} does not register: "
+            "add intentbus.workflows.incident to --workflows, or run it where there is no template.yaml"
+        )
+    result = run(
+        mode=mode,
+        environment=environment,
+        decision=decision,
+        ask=terminal_prompt(),
+        template_path=project.template,
+        workflows=project.workflows,
+    )
     if not result.succeeded:
         print("demo: the run did not complete as expected")
         return 1
@@ -26,6 +43,7 @@ def demo(*, mode: Mode, environment: str, decision: Literal["approve", "reject"]
 
 
 def run_events(
+    project: Project,
     events: Path,
     *,
     report: Path | None,
@@ -50,7 +68,11 @@ def run_events(
     first = list(read_envelopes(events))
     later = list(read_envelopes(then_events)) if then_events is not None else []
     redeploying = bool(redeploy) or redeploy_template is not None
-    with LocalCloud(mode=mode, parameters={"Environment": environment}, built=built) as cloud:
+    if project.seeded and built is None:
+        print(f"no ./template.yaml here: running the seed template ({project.template})")
+    parameters = {"Environment": environment, "Workflows": project.workflows}
+    template_path = None if built is not None else project.template
+    with LocalCloud(mode=mode, parameters=parameters, built=built, template_path=template_path) as cloud:
         if seed_demo:
             seed.seed_service(cloud.clients)
             seed.seed_metrics(cloud.clients)

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from intentbus_cli import ops
+from intentbus_cli import ops, project
 from intentbus_cli.desks import Target, add_target_arguments
 from intentbus_cli.failures import explain
-
-SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -106,15 +103,13 @@ def _parser() -> argparse.ArgumentParser:
 
     from intentbus_cli import emit
 
-    emit.add_parser(commands, SEED_WORKFLOWS)  # emit, with the producer client
+    emit.add_parser(commands)  # emit, with the producer client
     from intentbus_cli import faults
 
     faults.add_parser(commands)  # faults: seeded fault schedules over the user's workflows
 
     approvals = commands.add_parser("approvals", help="pending approvals: list, show, approve, reject")
-    add_target_arguments(
-        approvals, default_workflows=SEED_WORKFLOWS, tenant_help="the tenant whose approvals to act on"
-    )
+    add_target_arguments(approvals, tenant_help="the tenant whose approvals to act on")
     approval_commands = approvals.add_subparsers(
         dest="approvals_command", required=True, parser_class=_Parser
     )
@@ -127,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from intentbus_cli import review
 
-    review.add_parser(commands, SEED_WORKFLOWS)
+    review.add_parser(commands)
 
     from intentbus_cli import producer_policy
 
@@ -143,11 +138,12 @@ def _parser() -> argparse.ArgumentParser:
     schema_commands = schema.add_subparsers(dest="schema_command", required=True, parser_class=_Parser)
     export = schema_commands.add_parser("export", help="write one <type>.schema.json per type")
     export.add_argument("--out", type=Path, default=Path("schemas"))
-    export.add_argument(
-        "--workflows",
-        default=os.environ.get("INTENTBUS_WORKFLOWS", SEED_WORKFLOWS),
-        help="workflow modules (default: $INTENTBUS_WORKFLOWS or the seed workflows)",
-    )
+
+    project.add_project_arguments(parser)  # --template and --workflows on every command above
+
+    from intentbus_cli import init
+
+    init.add_parser(commands)  # init: a new project, so no project options
     return parser
 
 
@@ -157,7 +153,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "built", None) is not None and args.mode == "inprocess":
         parser.error("--built runs each function in a process of its own: it needs --mode server")
     try:
-        return _dispatch(args)
+        if args.command == "init":
+            from intentbus_cli import init
+
+            return init.run(args)
+        found = project.resolve(getattr(args, "template", None), getattr(args, "workflows", None))
+        args.template, args.workflows = found.template, found.workflows
+        return _dispatch(args, found)
     except (Exception, KeyboardInterrupt) as error:
         failure = explain(error)
         if failure is None:
@@ -166,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(failure.status)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, found: project.Project) -> int:
     if args.command == "schema":
         from intentbus.catalog import Catalog
         from intentbus_cli.schema import export
@@ -201,11 +203,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     from intentbus_cli import local
 
     if args.command == "demo":
-        return local.demo(mode=args.mode, environment=args.environment, decision=args.decision)
+        return local.demo(found, mode=args.mode, environment=args.environment, decision=args.decision)
     if args.then_events is not None and not (args.redeploy or args.redeploy_template):
         print("intentbus: --then-events needs --redeploy or --redeploy-template", file=sys.stderr)
         return 2
     return local.run_events(
+        found,
         args.events,
         report=args.report,
         mode=args.mode or ("server" if args.built is not None else "inprocess"),

@@ -21,12 +21,10 @@ if TYPE_CHECKING:
 _P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 
-def add_parser(commands: argparse._SubParsersAction[_P], default_workflows: str) -> None:
+def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
     """Registers ``review`` with its subcommands on the ``intentbus`` parser."""
     review = commands.add_parser("review", help="runs paused for review: list, resume, cancel")
-    add_target_arguments(
-        review, default_workflows=default_workflows, tenant_help="the tenant whose runs to act on"
-    )
+    add_target_arguments(review, tenant_help="the tenant whose runs to act on")
     actions = review.add_subparsers(dest="review_command", required=True, parser_class=type(review))
     actions.add_parser("list", help="paused runs, with what paused each and what it had spent")
     for name, help_text in (

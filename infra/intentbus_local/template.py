@@ -55,8 +55,12 @@ class LocalTemplate:
     """Logical ids whose code the translated template expects at ``s3://local/<LogicalId>.zip``."""
 
 
+SEED_PROJECT = Path(__file__).resolve().parent / "seed_project"
+"""The seed template and its functions, shipped with the package (in a checkout: links to the repo's)."""
+
+
 def default_template_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "template.yaml"
+    return SEED_PROJECT / "template.yaml"
 
 
 def artifact_key(logical_id: str) -> str:

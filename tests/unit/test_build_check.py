@@ -13,6 +13,7 @@ from intentbus_build import check as build_check
 from intentbus_build.built_template import BuildError, read_build
 from intentbus_build.elf import machine_of
 from intentbus_build.lambda_python import ARCHITECTURES, RUNTIME_SDK
+from intentbus_build.layer import PLATFORMS
 from intentbus_build.layer_requirements import pins
 from intentbus_local.template import read_sam
 
@@ -358,5 +359,8 @@ def test_one_parameter_sets_the_functions_and_the_layers_architecture() -> None:
     assert layer["Metadata"]["BuildMethod"] == "makefile"
     makefile = (repo / "shared" / "Makefile").read_text(encoding="utf-8")
     assert f"ARCHITECTURE ?= {sam['Parameters']['Architecture']['Default']}\n" in makefile
-    for architecture in ARCHITECTURES:
-        assert f"PLATFORM_{architecture} := manylinux2014_" in makefile
+    assert set(PLATFORMS) == set(ARCHITECTURES)
+    project_layer = (repo / "infra" / "intentbus_cli" / "scaffold" / "layer" / "Makefile").read_text()
+    for layer_makefile in (makefile, project_layer):  # this repo's layer and a project's build alike
+        assert "-m intentbus_build.layer --target" in layer_makefile
+        assert "--architecture $(ARCHITECTURE)" in layer_makefile
