@@ -64,7 +64,8 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
     faults.set_defaults(faults_parser=faults)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
+    """``seeded``: no template was given or found, so the seed template runs (the replay names none)."""
     from intentbus_faults import run as runner
     from intentbus_faults.examples import drive_for
     from intentbus_faults.schedule import KINDS
@@ -78,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         parser.error(f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
-    if args.template is not None and not args.template.is_file():
-        parser.error(f"--template {args.template}: no such file")
     if args.events is not None and not args.events.is_file():
         parser.error(f"--events {args.events}: no such file")
     seed = _from_env(parser, args.seed, "FAULTS_SEED", random.randrange(10**6))
@@ -91,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     drive = drive_for(catalog, _events(args.events) if args.events else ())
     target = runner.Target(
         workflows=args.workflows,
-        template=args.template.resolve() if args.template else None,
+        template=None if seeded or args.template is None else args.template.resolve(),
         drive=drive,
         paths=(here,),
     )
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         outcome = runner.run(schedules, seed, kinds=kinds, target=target, progress=progress)
-    outcome.replay = _replay(args)
+    outcome.replay = _replay(args, seeded)
     return _report(outcome, args.json)
 
 
@@ -120,9 +119,9 @@ def _report(outcome: Outcome, json_path: Path | None) -> int:
     return 1 if outcome.violations or outcome.unfinished else 0
 
 
-def _replay(args: argparse.Namespace) -> str:
+def _replay(args: argparse.Namespace, seeded: bool) -> str:
     words = ["intentbus", "faults", "--workflows", args.workflows]
-    if args.template is not None:
+    if args.template is not None and not seeded:
         words += ["--template", str(args.template)]
     if args.events is not None:
         words += ["--events", str(args.events)]

@@ -183,7 +183,7 @@ def _dispatch(args: argparse.Namespace, found: project.Project) -> int:
     if args.command == "faults":
         from intentbus_cli import faults
 
-        return faults.run(args)
+        return faults.run(args, seeded=found.seeded)
     if args.command == "approvals":
         return _approvals(args)
     if args.command in ops.COMMANDS:

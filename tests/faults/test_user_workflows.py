@@ -179,7 +179,7 @@ def test_bad_arguments_get_one_line(user_dir: Path, capsys: pytest.CaptureFixtur
         ),
         (["faults", "--workflows", "no_such_module"], "cannot import workflow module 'no_such_module'"),
         (["faults", "--workflows", module, "--events", "bad.jsonl"], "type 'Nope' starts none"),
-        (["faults", "--workflows", module, "--template", "missing.yaml"], "missing.yaml: no such file"),
+        (["faults", "--workflows", module, "--template", "missing.yaml"], "no template at missing.yaml"),
     ):
         try:
             code = main(argv)

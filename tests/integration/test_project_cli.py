@@ -82,16 +82,16 @@ def test_a_missing_template_or_module_is_one_line(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
-    assert main(["local", "run", "--events", "events/sample.jsonl", "--template", "nope.yaml"]) == 1
+    assert main(["local", "run", "--events", "events/sample.jsonl", "--template", "nope.yaml"]) == 3  # configuration
     assert capsys.readouterr().err == "intentbus: no template at nope.yaml\n"
-    assert main(["schema", "export", "--workflows", "no_such_module"]) == 1
+    assert main(["schema", "export", "--workflows", "no_such_module"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("intentbus: cannot import workflow module 'no_such_module'")
     assert err.count("\n") == 1
 
 
 def test_init_refuses_a_directory_that_is_not_empty(made: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["init", str(made)]) == 1
+    assert main(["init", str(made)]) == 3
     assert capsys.readouterr().err == (
         f"intentbus: {made} exists and is not empty: init writes into a new directory only\n"
     )
