@@ -82,7 +82,7 @@ def test_a_missing_template_or_module_is_one_line(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
-    assert main(["local", "run", "--events", "events/sample.jsonl", "--template", "nope.yaml"]) == 3  # configuration
+    assert main(["local", "run", "--events", "events/sample.jsonl", "--template", "nope.yaml"]) == 3
     assert capsys.readouterr().err == "intentbus: no template at nope.yaml\n"
     assert main(["schema", "export", "--workflows", "no_such_module"]) == 3
     err = capsys.readouterr().err

@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pydantic import Field
 
-from intentbus.definition import RepeatSafety, Step, StepResults, ToolContext, Workflow, tool
+from intentbus.definition import RepeatSafety, Step, StepResults, ToolContext, ToolEffect, Workflow, tool
 from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.tools import tool_error
@@ -34,7 +34,7 @@ class OrderPlaced(Payload):
     result: dict[str, Any]
 
 
-@tool(repeat_safety=RepeatSafety.SAFE)
+@tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def place_order(command: OrderRequested, context: ToolContext) -> Mapping[str, Any]:
     """Writes the tenant's order: the same request applied twice leaves the same item. The table is
     keyed by tenant, so no tenant's command reaches another tenant's orders."""
@@ -72,6 +72,14 @@ workflow = Workflow(
                 reason=f"orders of at most {MAX_QUANTITY} items are placed without review",
             ),
         )
+    ),
+    examples=(  # sample inputs for `intentbus faults` (the stages never read them)
+        {
+            "type": REQUESTED,
+            "source": "shop.example",
+            "tenant_id": "tenant_demo",
+            "payload": {"order_id": "ord-1", "sku": "MUG-RED", "quantity": 2},
+        },
     ),
 )
 workflow.command(

@@ -106,7 +106,8 @@ class InMemoryPipeline:
     clients inside ``moto.mock_aws()``, or fakes) or any object with ``client(service_name)``; by default
     none, and a tool that asks for one fails the test; ``pipeline.clients = {...}`` sets them later (e.g.
     on the ``intentbus_pipeline`` fixture). ``settings`` are the tools' ``context.settings``
-    (the functions' environment). ``producers`` are the ProducerBindings (text or parsed); by default any
+    (the functions' environment; ``pipeline.settings`` is that mapping, to change on the fixture).
+    ``producers`` are the ProducerBindings (text or parsed); by default any
     source may send for any tenant. ``models`` decides for model agents (by default their fallbacks).
     """
 
@@ -174,6 +175,12 @@ class InMemoryPipeline:
     @clients.setter
     def clients(self, clients: ClientProvider | Mapping[str, Any]) -> None:
         self._clients = _provider(clients)
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The tools' ``context.settings`` (the functions' environment): set them on the fixture with
+        ``pipeline.settings["ORDERS_TABLE"] = "orders"``."""
+        return self.deps.settings
 
     # ------------------------------------------------------------------ a test's verbs
 
