@@ -4,8 +4,10 @@ Redrive to a DLQ is moto's own: on ReceiveMessage it moves a visible message who
 reached the queue's maxReceiveCount (as SQS does). What moto cannot know is virtual time: a failed
 message stays invisible for the queue's VisibilityTimeout in *real* time. The poller records, per
 failed delivery, when it becomes visible again in virtual time; ``release_due`` makes those messages
-visible (ChangeMessageVisibility 0) once the local clock has reached that moment. A handler that changes
-a message's visibility itself is not seen here: the poller assumes the queue's timeout.
+visible (ChangeMessageVisibility 0) once the local clock has reached that moment. A handler that sets a
+failed message's visibility itself (ChangeMessageVisibility, as execute's retries do) is honoured: the
+message returns that many virtual seconds after the change (see visibility.py); otherwise the queue's
+VisibilityTimeout after the receive applies.
 
 Batches are whatever is receivable when the poller looks (up to BatchSize): it does not wait out
 MaximumBatchingWindowInSeconds, and it runs one batch per mapping at a time (no concurrency scaling).
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from intentbus_local import tracing
+from intentbus_local import tracing, visibility
 from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import FunctionRuntime, Invocation
 from intentbus_local.sqs_event import lambda_sqs_event
@@ -90,6 +92,7 @@ class Poller:
         self.faults: DeliveryFaults | None = None
         # EventBridge hands a PutEvents entry's TraceHeader to SQS as AWSTraceHeader; moto needs telling.
         tracing.carry_trace_headers()
+        visibility.record_changes()
 
     def poll(self, mapping: MappingInfo) -> BatchResult | None:
         """One batch through the mapping's function; None when nothing was receivable."""
@@ -133,11 +136,18 @@ class Poller:
             [by_id[i]["ReceiptHandle"] for i in ids if i not in failed_ids],
             stale_ok=lapsed,
         )
+        changes = {i: visibility.take(by_id[i]["ReceiptHandle"]) for i in ids}
         for message_id in failed_ids if not lapsed else ():
+            change = changes[message_id]
+            visible_at = (
+                received_at + mapping.visibility_timeout
+                if change is None
+                else change.at_wall + self._clock.offset_seconds + change.timeout_seconds
+            )
             self._pending[(mapping.queue.url, message_id)] = _Pending(
                 queue_url=mapping.queue.url,
                 receipt_handle=by_id[message_id]["ReceiptHandle"],
-                visible_at=received_at + mapping.visibility_timeout,
+                visible_at=visible_at,
             )
         result = BatchResult(
             mapping=mapping,

@@ -35,6 +35,7 @@ WORKFLOW_COMPLETED = "WorkflowCompleted"
 WORKFLOW_FAILED = "WorkflowFailed"
 RUN_RESUMED = "RunResumed"
 RUN_CANCELLED = "RunCancelled"
+RUN_RETRIED = "RunRetried"
 
 
 class EventAccepted(Payload):
@@ -125,6 +126,12 @@ class HumanReviewRequired(Payload):
     reason: str
     limit: str
     spend: dict[str, int | float]
+    stage: str | None = None
+    """For a repeated failure: the stage whose input kept failing."""
+    error: str | None = None
+    """For a repeated failure: its last error."""
+    attempts: int | None = None
+    """For a repeated failure: how many times the stage tried."""
 
 
 class RunResumed(Payload):
@@ -141,6 +148,20 @@ class RunResumed(Payload):
     """The run's limits from now on."""
     spend: dict[str, int | float]
     """What the run had spent when it paused."""
+
+
+class RunRetried(Payload):
+    """A person retried a run paused by a repeated failure: the failed input is published again, and its
+    stage gets its attempts afresh."""
+
+    workflow: str
+    reviewer: str
+    reason: str
+    review_id: str
+    """The HumanReviewRequired fact this answers."""
+    retried_id: str
+    """The input published again (the same fact, with the same id)."""
+    stage: str
 
 
 class RunCancelled(Payload):
@@ -181,6 +202,7 @@ _MODELS: dict[str, type[Payload]] = {
     WORKFLOW_FAILED: WorkflowFailed,
     RUN_RESUMED: RunResumed,
     RUN_CANCELLED: RunCancelled,
+    RUN_RETRIED: RunRetried,
 }
 
 PIPELINE_TYPES: tuple[TypeSpec, ...] = tuple(
