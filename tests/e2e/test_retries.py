@@ -8,6 +8,7 @@ review with its error on the queue's last receive, never silently in ExecuteDLQ.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from intentbus_cli.main import main
 from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import Call, CallLog, recording
 from tests.e2e.targets import target_args
+from tests.faults.retry_schedule import retries_keep_their_schedule
 
 TENANT = "acme"
 POLICY = RetryPolicy()
@@ -96,7 +98,7 @@ class CrmUpserts:
 
     @property
     def gaps(self) -> list[float]:
-        return [round(later - earlier, 1) for earlier, later in zip(self.at, self.at[1:], strict=False)]
+        return [round(later - earlier, 1) for earlier, later in itertools.pairwise(self.at)]
 
 
 @pytest.fixture
@@ -111,6 +113,7 @@ def test_a_throttled_tool_backs_off_then_a_person_retries_it_and_the_run_complet
     throttled: CrmUpserts, store: DynamoWorkflowStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cloud = throttled.cloud
+    cloud.poller.history = []
     emit(cloud, "cust_001")
     assert cloud.run_until_idle(max_invocations=100).idle
 
@@ -122,6 +125,7 @@ def test_a_throttled_tool_backs_off_then_a_person_retries_it_and_the_run_complet
         floor = min(POLICY.cap_seconds, POLICY.base_seconds * 2**attempt)
         assert floor <= gap < floor + POLICY.base_seconds + 2, (attempt, throttled.gaps)
 
+    assert retries_keep_their_schedule(cloud.poller.history, [POLICY]) == []
     run = the_run(store)
     assert run.status is Status.PAUSED
     fact = the_pause(store, run)
