@@ -13,13 +13,13 @@ version, so a redelivery of the same failure republishes the same facts rather t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 
 from intentbus import facts
 from intentbus.envelope import Envelope
 from intentbus.ids import derive_id
-from intentbus.inbound import parse_bus_event
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.stages.common import COMMIT_ATTEMPTS, StageDeps, StageResult, pipeline_fact, publish
@@ -60,24 +60,28 @@ class Failure:
 
 
 def pipeline_input(body: str) -> Envelope | None:
-    """The pipeline fact a stage message carries, or ``None`` (not a pipeline fact: nothing to pause)."""
+    """The pipeline fact a stage message carries, or ``None`` (not a pipeline fact: nothing to pause).
+
+    Only the envelope in ``detail`` is read: the rest of the bus event is the stage's to judge."""
     try:
-        envelope = Envelope.model_validate(parse_bus_event(body).detail)
+        detail = json.loads(body).get("detail")
+        envelope = Envelope.model_validate(detail)
     except Exception:
         return None
     return envelope if envelope.source == facts.PIPELINE_SOURCE else None
 
 
 def pause_for_failure(
-    deps: StageDeps, store: WorkflowStore, incoming: Envelope, failure: Failure
+    deps: StageDeps, store: WorkflowStore, incoming: Envelope, failure: Failure, *, again: bool = True
 ) -> StageResult | None:
     """Pauses ``incoming``'s run for review of ``failure``; ``None`` when there is no running run to pause
-    (the caller lets the failure take its course: the run is already paused, ended or unknown)."""
+    (the caller lets the failure take its course: the run is already paused, ended or unknown).
+    ``again=False``: when this input already paused the run, nothing is published again (the sweeper)."""
     for _ in range(COMMIT_ATTEMPTS):
         snapshot = store.snapshot(incoming.tenant_id, incoming.run_id, failure.stage, incoming.id)
         state = snapshot.state
         if state is None or state.status is not Status.RUNNING:
-            return _already_paused(deps, store, incoming)
+            return _already_paused(deps, store, incoming) if again else None
         now = deps.clock.now()
         paused = state.model_copy(
             update={
@@ -134,6 +138,14 @@ def pause_for_failure(
             return publish(deps, Outcome.DUPLICATE, incoming, result.entry.outputs, failure.reason)
         return publish(deps, Outcome.PAUSED, incoming, entry.outputs, failure.reason)
     return None
+
+
+def paused_for(store: WorkflowStore, incoming: Envelope) -> bool:
+    """Whether ``incoming`` ever paused its run for review (answered or not)."""
+    return any(
+        isinstance(entry.summary.get("retry"), dict) and entry.summary["retry"].get("id") == incoming.id
+        for entry in store.entries(incoming.tenant_id, incoming.run_id)
+    )
 
 
 def _already_paused(deps: StageDeps, store: WorkflowStore, incoming: Envelope) -> StageResult | None:

@@ -3,7 +3,9 @@
 A CRM upsert throttled five times is retried on the default policy's schedule (the message's visibility,
 set by execute), then its run pauses for review; a person retries it through ``intentbus review`` and the
 run completes, the record upserted once. A tool that raises ``TypeError`` (a bug, not a throttle) ends in
-review with its error on the queue's last receive, never silently in ExecuteDLQ.
+review with its error on the queue's last receive, never silently in ExecuteDLQ. And a message that
+reaches a DLQ all the same (here: the pause itself could not be written) is found by the dead-letter
+sweep, which pauses its run and leaves the message in the DLQ.
 """
 
 from __future__ import annotations
@@ -179,3 +181,33 @@ def test_a_tool_that_raises_a_type_error_ends_in_review_with_its_error_not_in_th
 
     assert review(person, "cancel", run.run_id, "--reason", "a bug in the tool; fixing it") == 0
     assert the_run(store).status is Status.CANCELLED
+
+
+def test_a_message_that_slips_into_a_dlq_is_swept_into_review_and_left_there_to_redrive(
+    person: LocalCloud, store: DynamoWorkflowStore
+) -> None:
+    execute = person.topology.functions["ExecuteFunction"].name
+    broken = CrmUpserts(person, failing=1000, error=TypeError("a bug"))
+
+    def pause_fails(call: Call) -> Exception | None:  # so the last receive cannot pause the run
+        if (call.function, call.operation) == (execute, "TransactWriteItems"):
+            return ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, call.operation)
+        return None
+
+    with recording(CallLog(), faults=(broken, pause_fails)):
+        emit(person, "cust_003")
+        assert person.run_until_idle(max_invocations=100).idle
+        person.clock.advance(600)  # the sweep's rate(5 minutes) comes round
+        assert person.run_until_idle(max_invocations=100).idle
+
+    run = the_run(store)
+    assert run.status is Status.PAUSED
+    fact = the_pause(store, run)
+    assert (fact.limit, fact.stage, fact.attempts) == ("dead_lettered", "execute", 5)
+    assert sum(person.queue_depth("ExecuteDLQ")) == 1  # read, never deleted: still there to redrive
+
+    assert review(person, "retry", run.run_id, "--reason", "the tool is fixed") == 0
+    assert person.run_until_idle(max_invocations=100).idle
+    person.clock.advance(600)  # a later sweep leaves the retried run alone
+    assert person.run_until_idle(max_invocations=100).idle
+    assert the_run(store).status is Status.COMPLETED
