@@ -177,6 +177,16 @@ class _Request:
 _ANSWERS = {Action.RESUME: Answer.RESUMED, Action.RETRY: Answer.RETRIED, Action.CANCEL: Answer.CANCELLED}
 
 
+def _still_paused_by(pause: Pause, state: WorkflowState, entries: Sequence[LogEntry]) -> bool:
+    """Whether the PAUSED run is still at ``pause``: at its version, or, for a failure's pause, it is the
+    run's latest pause (siblings of the failed command may record their results while it waits, which
+    moves the version but not the pause)."""
+    if state.version == pause.version:
+        return True
+    latest = pause_at(entries, None)
+    return pause.retriable and latest is not None and latest.review_id == pause.review_id
+
+
 def pauses(entries: Sequence[LogEntry]) -> Iterator[Pause]:
     """Every pause in a run's log, in log order."""
     for entry in entries:
@@ -212,8 +222,9 @@ class ReviewDesk:
             state = self.store.state(tenant_id, listed.run_id)  # the index may lag behind the run
             if state is None or state.status is not Status.PAUSED:
                 continue
-            pause = pause_at(self.store.entries(tenant_id, state.run_id), state.version)
-            if pause is not None:
+            entries = self.store.entries(tenant_id, state.run_id)
+            pause = pause_at(entries, state.version) or pause_at(entries, None)
+            if pause is not None and _still_paused_by(pause, state, entries):
                 found.append(PausedRun(state=state, pause=pause))
         return found
 
@@ -280,7 +291,7 @@ class ReviewDesk:
         answered = next((e for e in entries if e.stage == STAGE and e.input_id == pause.review_id), None)
         if answered is not None:
             return self._already(request, state, answered)
-        if state.status is not Status.PAUSED or state.version != pause.version:
+        if state.status is not Status.PAUSED or not _still_paused_by(pause, state, entries):
             why = (
                 f"the run moved on since its pause at v{pause.version}: "
                 f"it is {state.status.value} at v{state.version}"

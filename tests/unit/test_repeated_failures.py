@@ -168,3 +168,19 @@ def test_only_a_failure_can_be_retried(pipeline: InMemoryPipeline) -> None:
     result = review_desk(paused).retry(tenant_id=TENANT, run_id="run-rally", reviewer=ALICE, reason="go")
     assert result.answer is Answer.CONFLICT
     assert "only a failure can be retried" in result.reason
+
+
+def test_a_failure_pause_stays_answerable_while_siblings_record_their_results(
+    pipeline: InMemoryPipeline,
+) -> None:
+    fact = authorized(pipeline)
+    failure = Failure.of("execute", TypeError("a bug"), 5, Cause.LAST_RECEIVE)
+    assert pause_for_failure(pipeline.deps, pipeline.store, fact, failure) is not None
+    key = (TENANT, fact.run_id)
+    paused = pipeline.store.states[key]
+    # A sibling command's result recorded meanwhile: the run stays PAUSED, one version on.
+    pipeline.store.states[key] = paused.model_copy(update={"version": paused.version + 1})
+    assert isinstance(pipeline.store, ReviewableStore)
+    desk = ReviewDesk(pipeline.deps, pipeline.store)
+    assert [listed.state.run_id for listed in desk.paused(TENANT)] == [fact.run_id]
+    assert desk.retry(tenant_id=TENANT, run_id=fact.run_id, reviewer=ALICE).answer is Answer.RETRIED
