@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.policy import Verdict
@@ -132,6 +132,15 @@ class HumanReviewRequired(Payload):
     """For a repeated failure: its last error."""
     attempts: int | None = None
     """For a repeated failure: how many times the stage tried."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_failure(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A budget's pause publishes the fact as it always did: the failure's fields only when set."""
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if not (k in _FAILURE_FIELDS and v is None)}
+
+
+_FAILURE_FIELDS = frozenset({"stage", "error", "attempts"})
 
 
 class RunResumed(Payload):
