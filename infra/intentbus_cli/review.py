@@ -1,4 +1,5 @@
-"""``intentbus review``: paused runs — list them, resume one with a raised budget, or cancel it.
+"""``intentbus review``: paused runs — list them, resume one with a raised budget, retry the input whose
+repeated failure paused it, or cancel it.
 
 The caller's AWS identity (STS) is the reviewer; IAM fences which tenant's keys it may write.
 """
@@ -23,12 +24,13 @@ _P = TypeVar("_P", bound=argparse.ArgumentParser)
 
 def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
     """Registers ``review`` with its subcommands on the ``intentbus`` parser."""
-    review = commands.add_parser("review", help="runs paused for review: list, resume, cancel")
+    review = commands.add_parser("review", help="runs paused for review: list, resume, retry, cancel")
     add_target_arguments(review, tenant_help="the tenant whose runs to act on")
     actions = review.add_subparsers(dest="review_command", required=True, parser_class=type(review))
     actions.add_parser("list", help="paused runs, with what paused each and what it had spent")
     for name, help_text in (
         ("resume", "resume a paused run with a raised budget: its paused input is decided again"),
+        ("retry", "retry a run paused by a repeated failure: the failed input is handled again"),
         ("cancel", "cancel a paused run: it ends CANCELLED"),
     ):
         action = actions.add_parser(name, help=help_text)
@@ -68,6 +70,14 @@ def run(args: argparse.Namespace) -> int:
             reason=args.reason,
             version=args.version,
         )
+    elif args.review_command == "retry":
+        result = review_desk.retry(
+            tenant_id=args.tenant,
+            run_id=args.run_id,
+            reviewer=reviewer,
+            reason=args.reason,
+            version=args.version,
+        )
     else:
         result = review_desk.cancel(
             tenant_id=args.tenant,
@@ -102,9 +112,10 @@ def raised_budget(args: argparse.Namespace) -> BudgetOverride:
 def summary(item: PausedRun) -> str:
     state, pause = item.state, item.pause
     fact = pause.fact
-    then = "resume or cancel" if pause.resumable else "cancel"
+    then = "resume or cancel" if pause.resumable else "retry or cancel" if pause.retriable else "cancel"
+    failure = f"  stage {fact.stage}, {fact.attempts} attempt(s)" if pause.retriable else ""
     return (
-        f"{state.run_id}  v{state.version}  {state.workflow}  {fact.limit}: {fact.reason}  "
+        f"{state.run_id}  v{state.version}  {state.workflow}  {fact.limit}: {fact.reason}{failure}  "
         f"spent {json.dumps(fact.spend, sort_keys=True)}  paused at {pause.entry.at.isoformat()}  ({then})"
     )
 

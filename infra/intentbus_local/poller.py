@@ -4,8 +4,10 @@ Redrive to a DLQ is moto's own: on ReceiveMessage it moves a visible message who
 reached the queue's maxReceiveCount (as SQS does). What moto cannot know is virtual time: a failed
 message stays invisible for the queue's VisibilityTimeout in *real* time. The poller records, per
 failed delivery, when it becomes visible again in virtual time; ``release_due`` makes those messages
-visible (ChangeMessageVisibility 0) once the local clock has reached that moment. A handler that changes
-a message's visibility itself is not seen here: the poller assumes the queue's timeout.
+visible (ChangeMessageVisibility 0) once the local clock has reached that moment. A handler that sets a
+failed message's visibility itself (ChangeMessageVisibility, as execute's retries do) is honoured: the
+message returns that many virtual seconds after the change (see visibility.py); otherwise the queue's
+VisibilityTimeout after the receive applies.
 
 Batches are whatever is receivable when the poller looks (up to BatchSize): it does not wait out
 MaximumBatchingWindowInSeconds, and it runs one batch per mapping at a time (no concurrency scaling).
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from intentbus_local import tracing
+from intentbus_local import tracing, visibility
 from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import FunctionRuntime, Invocation
 from intentbus_local.sqs_event import lambda_sqs_event
@@ -65,6 +67,22 @@ class DeliveryFaults(Protocol):
 
 
 @dataclass(frozen=True)
+class Delivered:
+    """One delivery of one message, as the poller saw it (``Poller.history``)."""
+
+    queue_url: str
+    message_id: str
+    receive_count: int
+    at: float
+    """Virtual time of the receive."""
+    failed: bool
+    delay_seconds: int | None
+    """The visibility the handler set on it (a retry's backoff), if it set one."""
+    visible_at: float | None
+    """Virtual time from which the message may be delivered again (failed, not lapsed)."""
+
+
+@dataclass(frozen=True)
 class _Pending:
     queue_url: str
     receipt_handle: str
@@ -88,8 +106,11 @@ class Poller:
         self._account_id = account_id
         self._pending: dict[tuple[str, str], _Pending] = {}
         self.faults: DeliveryFaults | None = None
+        self.history: list[Delivered] | None = None
+        """Set to a list to record every delivery in it (tests: the retry schedule's invariant)."""
         # EventBridge hands a PutEvents entry's TraceHeader to SQS as AWSTraceHeader; moto needs telling.
         tracing.carry_trace_headers()
+        visibility.record_changes()
 
     def poll(self, mapping: MappingInfo) -> BatchResult | None:
         """One batch through the mapping's function; None when nothing was receivable."""
@@ -133,11 +154,32 @@ class Poller:
             [by_id[i]["ReceiptHandle"] for i in ids if i not in failed_ids],
             stale_ok=lapsed,
         )
+        changes = {i: visibility.take(by_id[i]["ReceiptHandle"]) for i in ids}
+        visible: dict[str, float] = {}
         for message_id in failed_ids if not lapsed else ():
+            change = changes[message_id]
+            visible[message_id] = (
+                received_at + mapping.visibility_timeout
+                if change is None
+                else change.at_wall + self._clock.offset_seconds + change.timeout_seconds
+            )
             self._pending[(mapping.queue.url, message_id)] = _Pending(
                 queue_url=mapping.queue.url,
                 receipt_handle=by_id[message_id]["ReceiptHandle"],
-                visible_at=received_at + mapping.visibility_timeout,
+                visible_at=visible[message_id],
+            )
+        if self.history is not None:
+            self.history.extend(
+                Delivered(
+                    queue_url=mapping.queue.url,
+                    message_id=i,
+                    receive_count=int(by_id[i].get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+                    at=received_at,
+                    failed=i in failed_ids,
+                    delay_seconds=_timeout(changes[i]),
+                    visible_at=visible.get(i),
+                )
+                for i in ids
             )
         result = BatchResult(
             mapping=mapping,
@@ -223,6 +265,10 @@ class Poller:
             failed = [f for f in response.get("Failed", []) if not (stale_ok and f["Code"] == _STALE_RECEIPT)]
             if failed:
                 raise RuntimeError(f"could not delete processed messages from {queue_url}: {failed}")
+
+
+def _timeout(change: visibility.Change | None) -> int | None:
+    return None if change is None else change.timeout_seconds
 
 
 def _reported_failures(response: Any, ids: Sequence[str]) -> set[str]:

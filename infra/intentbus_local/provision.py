@@ -267,7 +267,10 @@ def read_topology(
             handler=config.get("Handler", spec.handler),
             timeout=int(config.get("Timeout", spec.timeout)),
             memory_size=int(config.get("MemorySize", spec.memory_size)),
-            environment=dict(config.get("Environment", {}).get("Variables", {})),
+            # Strings, as Lambda holds them: CloudFormation turns a Number parameter's value into one.
+            environment={
+                name: str(value) for name, value in config.get("Environment", {}).get("Variables", {}).items()
+            },
             mappings=tuple(mappings),
         )
 

@@ -89,7 +89,12 @@ def update(
         wait_for_stack(clients, stack_name, timeout_seconds=timeout_seconds, done="UPDATE_COMPLETE")
         physical = stack_resources(clients, stack_name)
         apply_table_settings(clients, body, physical)
-        apply_queue_settings(clients, body, physical, changed)
+        defaults = {
+            name: str(spec["Default"])
+            for name, spec in body.get("Parameters", {}).items()
+            if isinstance(spec, Mapping) and "Default" in spec
+        }
+        apply_queue_settings(clients, body, physical, changed, {**defaults, **parameters})
         return read_topology(clients, template, stack_name, physical, direct=created)
 
 
@@ -156,8 +161,10 @@ def apply_queue_settings(
     body: Mapping[str, Any],
     physical: Mapping[str, tuple[str, str]],
     changed: set[str],
+    parameters: Mapping[str, str] | None = None,
 ) -> None:
-    """Sets the attributes a changed queue's definition declares, which moto's update leaves as they were."""
+    """Sets the attributes a changed queue's definition declares, which moto's update leaves as they were.
+    A ``{"Ref": PARAMETER}`` in the RedrivePolicy (``maxReceiveCount``) takes the stack's value."""
     sqs = clients.sqs()
     for logical_id in sorted(changed):
         resource = body["Resources"][logical_id]
@@ -165,7 +172,9 @@ def apply_queue_settings(
             continue
         properties: Mapping[str, Any] = resource.get("Properties", {})
         attributes = {
-            name: _attribute(clients, physical, logical_id, name, properties[name])
+            name: _attribute(
+                clients, physical, logical_id, name, properties[name], parameters=parameters or {}
+            )
             for name in _QUEUE_ATTRIBUTES
             if name in properties
         }
@@ -174,7 +183,13 @@ def apply_queue_settings(
 
 
 def _attribute(
-    clients: Clients, physical: Mapping[str, tuple[str, str]], logical_id: str, name: str, value: Any
+    clients: Clients,
+    physical: Mapping[str, tuple[str, str]],
+    logical_id: str,
+    name: str,
+    value: Any,
+    *,
+    parameters: Mapping[str, str],
 ) -> str:
     if name != "RedrivePolicy":
         return str(value)
@@ -187,4 +202,7 @@ def _attribute(
         target = arn["Attributes"]["QueueArn"]
     if not isinstance(target, str):
         raise RedeployError(f"{logical_id}: cannot resolve its RedrivePolicy target {target!r}")
-    return json.dumps({**value, "deadLetterTargetArn": target})
+    count = value.get("maxReceiveCount")
+    if isinstance(count, Mapping) and count.get("Ref") in parameters:
+        count = parameters[count["Ref"]]
+    return json.dumps({**value, "deadLetterTargetArn": target, "maxReceiveCount": count})

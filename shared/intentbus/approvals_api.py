@@ -111,6 +111,10 @@ def review_view(paused: PausedRun) -> dict[str, Any]:
         "spend": fact.spend,
         "budget": pause.entry.summary.get("budget"),
         "resumable": pause.resumable,
+        "retriable": pause.retriable,
+        "failure": None
+        if not pause.retriable
+        else {"stage": fact.stage, "error": fact.error, "attempts": fact.attempts},
     }
 
 
@@ -227,6 +231,19 @@ def _review_routes(
                 run_id=run_id,
                 reviewer=reviewer,
                 budget=raised,
+                reason=body.reason.strip(),
+                version=body.version,
+            )
+        )
+
+    @app.post(f"{prefix}/reviews/<run_id>/retry")
+    def retrying(tenant: Tenant, run_id: RunId, body: Annotated[CancelBody, Body()]) -> Response[str]:
+        reviewer = who(tenant)
+        return answered(
+            reviews().retry(
+                tenant_id=tenant,
+                run_id=run_id,
+                reviewer=reviewer,
                 reason=body.reason.strip(),
                 version=body.version,
             )

@@ -47,6 +47,23 @@ class Catalog:
             raise ConfigurationError("no workflows registered (INTENTBUS_WORKFLOWS is empty)")
         return cls(workflows)
 
+    def check_receives(self, max_receive_count: int | None) -> None:
+        """A command may not be retried more often than its queue delivers a message before its DLQ:
+        ``MaxReceiveCount`` (``INTENTBUS_MAX_RECEIVE_COUNT``) must be at least every ``max_attempts``."""
+        if max_receive_count is None:
+            return
+        over = [
+            f"{workflow.name}.{spec.name} ({spec.retry.max_attempts})"
+            for workflow in self.workflows.values()
+            for spec in workflow.commands.values()
+            if spec.retry.max_attempts > max_receive_count
+        ]
+        if over:
+            raise ConfigurationError(
+                f"MaxReceiveCount {max_receive_count} is below the retry max_attempts of "
+                f"{', '.join(over)}: raise the template parameter MaxReceiveCount or lower max_attempts"
+            )
+
     def workflow(self, name: str) -> Workflow:
         try:
             return self.workflows[name]

@@ -26,6 +26,10 @@ class Settings(BaseModel):
     """Per deployment (the template passes the stack's id): salts the approval ids."""
     intentbus_pipeline_roles: str = ""
     """``stage=ROLE_ARN,...``: the principals that propose commands, which may never decide them."""
+    intentbus_max_receive_count: int | None = Field(default=None, ge=1)
+    """The stage queues' ``maxReceiveCount`` (template parameter ``MaxReceiveCount``): a failure on the
+    last receive pauses the run for review instead of leaving it to the DLQ; and no command's retry policy
+    may want more attempts."""
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
     """How long a command's result is kept, so a redelivery gets it instead of running again."""

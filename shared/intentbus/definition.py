@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intentbus.backoff import SQS_MAX_VISIBILITY_SECONDS
 from intentbus.envelope import Kind
 from intentbus.errors import ConfigurationError, IntentbusError
 from intentbus.policy import Policy
@@ -275,6 +276,35 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class RetryPolicy:
+    """How execute retries a command whose tool failed in a way worth retrying (``ToolError(retryable=
+    True)``, throttling, a 5xx): attempt ``n`` that fails waits ``min(cap, base * 2**(n-1))`` plus a jitter
+    of up to one ``base`` (``intentbus.backoff``) before the next; once ``max_attempts`` have failed, the
+    run pauses for human review. The wait is the message's SQS visibility, so the queue's
+    ``maxReceiveCount`` (template parameter ``MaxReceiveCount``) must be at least ``max_attempts``."""
+
+    base_seconds: float = 30.0
+    cap_seconds: float = 900.0
+    max_attempts: int = 5
+
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        if not 1 <= self.base_seconds <= self.cap_seconds:
+            found.append(
+                f"retry base_seconds must be at least 1 and at most cap_seconds "
+                f"(base {self.base_seconds:g}, cap {self.cap_seconds:g})"
+            )
+        if self.cap_seconds + self.base_seconds > SQS_MAX_VISIBILITY_SECONDS:
+            found.append(
+                f"retry cap_seconds + base_seconds (the longest wait, with its jitter) must be at most "
+                f"{SQS_MAX_VISIBILITY_SECONDS} s, SQS's longest visibility timeout"
+            )
+        if self.max_attempts < 1:
+            found.append(f"retry max_attempts must be at least 1 (it is {self.max_attempts})")
+        return found
+
+
+@dataclass(frozen=True)
 class CommandSpec:
     name: str
     model: type[BaseModel]
@@ -284,6 +314,7 @@ class CommandSpec:
     scope: Callable[[Any], tuple[str, ...]] | None = None
     """Names every resource the command touches (reads included), for the tenant's allow-list;
     by default its ``resource``."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     def touches(self, arguments: BaseModel) -> tuple[str, ...]:
         if self.scope is not None:
@@ -358,9 +389,18 @@ class Workflow:
         resource: Callable[[Any], str] | None = None,
         scope: Callable[[Any], tuple[str, ...]] | None = None,
         starts: bool = False,
+        retry: RetryPolicy | None = None,
     ) -> None:
-        """Declare a command type. ``starts=True``: other systems may send it directly (no agent)."""
-        self.commands[name] = CommandSpec(name=name, model=model, tool=tool, resource=resource, scope=scope)
+        """Declare a command type. ``starts=True``: other systems may send it directly (no agent).
+        ``retry``: how a retryable failure of its tool is retried; by default ``RetryPolicy()``."""
+        self.commands[name] = CommandSpec(
+            name=name,
+            model=model,
+            tool=tool,
+            resource=resource,
+            scope=scope,
+            retry=retry or RetryPolicy(),
+        )
         if starts:
             self.starts_on.add(name)
 
@@ -405,4 +445,6 @@ class Workflow:
                 found.append(f"{name!r} starts the workflow but no step handles it")
         if self.max_commands < 1:
             found.append("max_commands must be at least 1")
+        for spec in self.commands.values():
+            found.extend(f"command {spec.name!r}: {problem}" for problem in spec.retry.problems())
         return found

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.policy import Verdict
@@ -35,6 +35,7 @@ WORKFLOW_COMPLETED = "WorkflowCompleted"
 WORKFLOW_FAILED = "WorkflowFailed"
 RUN_RESUMED = "RunResumed"
 RUN_CANCELLED = "RunCancelled"
+RUN_RETRIED = "RunRetried"
 
 
 class EventAccepted(Payload):
@@ -125,6 +126,21 @@ class HumanReviewRequired(Payload):
     reason: str
     limit: str
     spend: dict[str, int | float]
+    stage: str | None = None
+    """For a repeated failure: the stage whose input kept failing."""
+    error: str | None = None
+    """For a repeated failure: its last error."""
+    attempts: int | None = None
+    """For a repeated failure: how many times the stage tried."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_failure(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A budget's pause publishes the fact as it always did: the failure's fields only when set."""
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if not (k in _FAILURE_FIELDS and v is None)}
+
+
+_FAILURE_FIELDS = frozenset({"stage", "error", "attempts"})
 
 
 class RunResumed(Payload):
@@ -141,6 +157,20 @@ class RunResumed(Payload):
     """The run's limits from now on."""
     spend: dict[str, int | float]
     """What the run had spent when it paused."""
+
+
+class RunRetried(Payload):
+    """A person retried a run paused by a repeated failure: the failed input is published again, and its
+    stage gets its attempts afresh."""
+
+    workflow: str
+    reviewer: str
+    reason: str
+    review_id: str
+    """The HumanReviewRequired fact this answers."""
+    retried_id: str
+    """The input published again (the same fact, with the same id)."""
+    stage: str
 
 
 class RunCancelled(Payload):
@@ -181,6 +211,7 @@ _MODELS: dict[str, type[Payload]] = {
     WORKFLOW_FAILED: WorkflowFailed,
     RUN_RESUMED: RunResumed,
     RUN_CANCELLED: RunCancelled,
+    RUN_RETRIED: RunRetried,
 }
 
 PIPELINE_TYPES: tuple[TypeSpec, ...] = tuple(

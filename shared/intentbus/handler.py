@@ -7,6 +7,13 @@ is processed like any other; should it fail, it cannot be named in ``batchItemFa
 invocation fails and SQS retries the whole batch rather than drop it. The core is built on the
 first invocation and kept for warm ones.
 
+Repeated failures (intentbus.retries, intentbus.failure_review): a core that raises ``RetryLater`` gets
+the message back after its wait (ChangeMessageVisibility on the record's receipt handle, then a batch
+item failure); a record that fails on its queue's last receive (``ApproximateReceiveCount >=
+INTENTBUS_MAX_RECEIVE_COUNT``) pauses its run for human review with the error instead of leaving it to
+the DLQ, and the message is done (the pause holds it for the desk's retry). validate's input is not yet a
+run: it goes to its DLQ as before.
+
 Telemetry per record (see intentbus.telemetry): one X-Ray subsegment ``## <stage> record``
 annotated with stage, outcome, tenant, run, event type and trace id (its ids and version as
 metadata); every log line written while the record is processed carries its trace, run, event,
@@ -34,7 +41,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import telemetry
 from intentbus.errors import IntentbusError, MalformedInput
+from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.registry import WITHHELD, TypeRegistry
+from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
 
@@ -65,11 +74,15 @@ class SqsStageHandler:
         metrics: Metrics,
         runtime: Callable[[], Runtime] = Runtime.from_env,
         types: TypeRegistry | None = None,
+        visibility: VisibilityPort | None = None,
     ) -> None:
-        """``types`` says which payload fields are sensitive; by default the runtime's catalog's."""
+        """``types`` says which payload fields are sensitive; by default the runtime's catalog's.
+        ``visibility``: how a message's wait is set; by default SQS through the runtime's client."""
         self.stage = stage
         self._build = build
         self._runtime = runtime
+        self._built_on: Runtime | None = None
+        self._visibility = visibility
         self._core: StageCore | None = None
         self._types = types
         self._logger = logger
@@ -82,8 +95,10 @@ class SqsStageHandler:
         if self._core is None:
             runtime = self._runtime()
             self._core = self._build(runtime)
-            if self._types is None and isinstance(runtime, Runtime):
-                self._types = runtime.deps.catalog.types
+            if isinstance(runtime, Runtime):
+                self._built_on = runtime
+                if self._types is None:
+                    self._types = runtime.deps.catalog.types
         return self._core
 
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
@@ -135,15 +150,76 @@ class SqsStageHandler:
             return result.outcome.value
 
     def _process(self, raw: dict[str, Any], message_id: str | None) -> StageResult:
+        runtime = self._built_on
+        delivery = Delivery.of(raw, None if runtime is None else runtime.settings.intentbus_max_receive_count)
+        try:
+            return self._dispatch(raw, message_id, delivery)
+        except RetryLater as retry:
+            self._retry_later(raw, retry)
+            raise
+        except Exception as error:
+            if not delivery.last:
+                raise
+            paused = self._pause_for_review(raw, error, delivery)
+            if paused is None:
+                raise
+            return paused
+
+    def _retry_later(self, raw: dict[str, Any], retry: RetryLater) -> None:
+        """Sets the message's visibility to the retry's wait; should that fail, the queue's own applies."""
+        arn, handle = raw.get("eventSourceARN"), raw.get("receiptHandle")
+        port = self._visibility_port()
+        if not isinstance(arn, str) or not isinstance(handle, str) or port is None:
+            return
+        try:
+            port.delay(arn, handle, retry.delay_seconds)
+        except Exception:
+            self._logger.exception("could not set the retry's visibility; the queue's timeout applies")
+            return
+        self._logger.warning(
+            "record retried later",
+            extra={
+                "attempt": retry.attempt,
+                "max_attempts": retry.max_attempts,
+                "delay_seconds": retry.delay_seconds,
+            },
+        )
+
+    def _visibility_port(self) -> VisibilityPort | None:
+        if self._visibility is None and self._built_on is not None:
+            from intentbus.adapters.sqs_visibility import SqsVisibility
+
+            self._visibility = SqsVisibility(self._built_on.clients.client("sqs"))
+        return self._visibility
+
+    def _pause_for_review(
+        self, raw: dict[str, Any], error: Exception, delivery: Delivery
+    ) -> StageResult | None:
+        """On the last receive, the run pauses for review of the failure; ``None``: nothing to pause."""
+        runtime, body = self._built_on, raw.get("body")
+        if self.stage == "validate" or runtime is None or not isinstance(body, str):
+            return None
+        incoming = pipeline_input(body)
+        if incoming is None:
+            return None
+        failure = Failure.of(self.stage, error, delivery.receive_count, Cause.LAST_RECEIVE)
+        try:
+            return pause_for_failure(runtime.deps, runtime.store, incoming, failure)
+        except Exception:
+            self._logger.exception("could not pause the run for review; the message goes to the DLQ")
+            return None
+
+    def _dispatch(self, raw: dict[str, Any], message_id: str | None, delivery: Delivery) -> StageResult:
         body = raw.get("body")
+        core = self.core
         if isinstance(body, str):
-            return self.core.handle(body, message_id)
+            if isinstance(core, HandlesDeliveries):
+                return core.handle_delivery(body, message_id, delivery)
+            return core.handle(body, message_id)
         if "body" not in raw:
-            return self.core.reject(
-                MalformedInput("the SQS record has no body", field="body"), "", message_id
-            )
+            return core.reject(MalformedInput("the SQS record has no body", field="body"), "", message_id)
         kept = json.dumps(body, default=repr)
-        return self.core.reject(
+        return core.reject(
             MalformedInput(f"the SQS record's body is {type(body).__name__}, not a string", field="body"),
             kept,
             message_id,

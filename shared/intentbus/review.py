@@ -10,6 +10,9 @@ the pause it answers — and then publishes:
   state (``budget_override``), and the paused event is published again in a fresh ``EventAccepted``
   whose id is derived from the pause, so decide decides it exactly once; the resume fences its step
   to that input (``WorkflowState.resumed``). ``RunResumed`` says who, why and the new limits.
+* retry (pauses for a repeated failure, see intentbus.failure_review): the run goes back to RUNNING and
+  the input that kept failing is published again, unchanged (same id), so its stage handles it afresh
+  with its attempts counted anew. ``RunRetried`` says who, why, and which stage.
 * cancel (any pause): the run ends CANCELLED; ``RunCancelled`` says who and why.
 
 The review's log entry is keyed by the ``HumanReviewRequired`` fact it answers: answering the same
@@ -52,11 +55,13 @@ Reviewer = Approver
 
 class Action(StrEnum):
     RESUME = "resume"
+    RETRY = "retry"
     CANCEL = "cancel"
 
 
 class Answer(StrEnum):
     RESUMED = "resumed"
+    RETRIED = "retried"
     CANCELLED = "cancelled"
     STALE = "stale"
     """The run moved on, or is not PAUSED at the version answered."""
@@ -71,6 +76,7 @@ class Answer(StrEnum):
 
 HTTP_STATUS = {
     Answer.RESUMED: 200,
+    Answer.RETRIED: 200,
     Answer.CANCELLED: 200,
     Answer.STALE: 409,
     Answer.CONFLICT: 409,
@@ -125,6 +131,14 @@ class Pause:
     def paused_event(self) -> Envelope:
         return Envelope.model_validate(self.entry.summary["event"])
 
+    @property
+    def retriable(self) -> bool:
+        """A pause for a repeated failure recorded the input that failed, to publish it again."""
+        return isinstance(self.entry.summary.get("retry"), dict)
+
+    def failed_input(self) -> Envelope:
+        return Envelope.model_validate(self.entry.summary["retry"])
+
 
 @dataclass(frozen=True)
 class PausedRun:
@@ -151,12 +165,26 @@ class _Request:
 
     @property
     def answer(self) -> Answer:
-        return Answer.RESUMED if self.action is Action.RESUME else Answer.CANCELLED
+        return _ANSWERS[self.action]
 
     @property
     def said(self) -> str:
-        done = "resumed" if self.action is Action.RESUME else "cancelled"
-        return f"{done} by {self.reviewer.name}" + (f": {self.reason}" if self.reason else "")
+        return f"{_ANSWERS[self.action].value} by {self.reviewer.name}" + (
+            f": {self.reason}" if self.reason else ""
+        )
+
+
+_ANSWERS = {Action.RESUME: Answer.RESUMED, Action.RETRY: Answer.RETRIED, Action.CANCEL: Answer.CANCELLED}
+
+
+def _still_paused_by(pause: Pause, state: WorkflowState, entries: Sequence[LogEntry]) -> bool:
+    """Whether the PAUSED run is still at ``pause``: at its version, or, for a failure's pause, it is the
+    run's latest pause (siblings of the failed command may record their results while it waits, which
+    moves the version but not the pause)."""
+    if state.version == pause.version:
+        return True
+    latest = pause_at(entries, None)
+    return pause.retriable and latest is not None and latest.review_id == pause.review_id
 
 
 def pauses(entries: Sequence[LogEntry]) -> Iterator[Pause]:
@@ -194,8 +222,9 @@ class ReviewDesk:
             state = self.store.state(tenant_id, listed.run_id)  # the index may lag behind the run
             if state is None or state.status is not Status.PAUSED:
                 continue
-            pause = pause_at(self.store.entries(tenant_id, state.run_id), state.version)
-            if pause is not None:
+            entries = self.store.entries(tenant_id, state.run_id)
+            pause = pause_at(entries, state.version) or pause_at(entries, None)
+            if pause is not None and _still_paused_by(pause, state, entries):
                 found.append(PausedRun(state=state, pause=pause))
         return found
 
@@ -214,6 +243,15 @@ class ReviewDesk:
             _Request(
                 tenant_id, run_id, reviewer, Action.RESUME, reason, version, self.deps.clock.now(), budget
             )
+        )
+
+    def retry(
+        self, *, tenant_id: str, run_id: str, reviewer: Reviewer, reason: str = "", version: int | None = None
+    ) -> Result:
+        """Retry the input whose repeated failure paused the run at ``version`` (by default its latest
+        pause): the run goes back to RUNNING and the input is published again."""
+        return self._answer(
+            _Request(tenant_id, run_id, reviewer, Action.RETRY, reason, version, self.deps.clock.now())
         )
 
     def cancel(
@@ -252,7 +290,7 @@ class ReviewDesk:
         answered = next((e for e in entries if e.stage == STAGE and e.input_id == pause.review_id), None)
         if answered is not None:
             return self._already(request, state, answered)
-        if state.status is not Status.PAUSED or state.version != pause.version:
+        if state.status is not Status.PAUSED or not _still_paused_by(pause, state, entries):
             why = (
                 f"the run moved on since its pause at v{pause.version}: "
                 f"it is {state.status.value} at v{state.version}"
@@ -260,10 +298,19 @@ class ReviewDesk:
             return self._refuse(request, state, Answer.STALE, why)
         if request.action is Action.CANCEL:
             return self._cancel(request, state, pause)
+        if request.action is Action.RETRY:
+            if not pause.retriable:
+                why = (
+                    f"{pause.entry.stage} paused the run ({pause.fact.limit}: {pause.fact.reason}), "
+                    "not a repeated failure: only a failure can be retried"
+                )
+                return self._refuse(request, state, Answer.CONFLICT, why)
+            return self._retry(request, state, pause)
         if not pause.resumable:
+            instead = "retry or cancel it" if pause.retriable else "cancel it"
             why = (
                 f"{pause.entry.stage} paused the run ({pause.fact.limit}: {pause.fact.reason}), "
-                "not a budget: only a budget pause can be resumed; cancel it"
+                f"not a budget: only a budget pause can be resumed; {instead}"
             )
             return self._refuse(request, state, Answer.CONFLICT, why)
         return self._resume(request, state, pause)
@@ -324,6 +371,32 @@ class ReviewDesk:
             "event_id": event.id,
         }
         return self._commit(request, state, resumed, pause, outputs=outputs, extra=summary)
+
+    def _retry(self, request: _Request, state: WorkflowState, pause: Pause) -> Result | None:
+        retired = why_retired(self.deps, state) if self.catalog_is_deployed else None
+        if retired is not None:
+            why = f"{retired}: it cannot be retried; cancel it"
+            return self._refuse(request, state, Answer.CONFLICT, why)
+        failed = pause.failed_input()
+        retried = state.model_copy(
+            update={
+                "version": state.version + 1,
+                "status": Status.RUNNING,
+                "reason": None,
+                "updated_at": request.now,
+            }
+        )
+        notice = facts.RunRetried(
+            workflow=state.workflow,
+            reviewer=request.reviewer.id,
+            reason=request.said,
+            review_id=pause.review_id,
+            retried_id=failed.id,
+            stage=pause.entry.stage,
+        )
+        outputs = (self._fact(pause, facts.RUN_RETRIED, notice, retried.version, request.now), failed)
+        summary = {"retried_id": failed.id, "retried_type": failed.type, "stage": pause.entry.stage}
+        return self._commit(request, state, retried, pause, outputs=outputs, extra=summary)
 
     def _cancel(self, request: _Request, state: WorkflowState, pause: Pause) -> Result | None:
         cancelled = settle(state, status=Status.CANCELLED, reason=request.said, now=request.now)
@@ -394,7 +467,7 @@ class ReviewDesk:
                 self.deps.bus.publish(answered.outputs)
             why = f"already {answered.summary.get('reason', decision)}"
             return Result(request.answer, why, state, answered.outputs)
-        done = "resumed" if decision == Action.RESUME.value else "cancelled"
+        done = next((_ANSWERS[action].value for action in Action if action.value == decision), decision)
         return self._refuse(request, state, Answer.CONFLICT, f"the pause was already {done} by {by}")
 
     def _refuse(self, request: _Request, state: WorkflowState, answer: Answer, why: str) -> Result:

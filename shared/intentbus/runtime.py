@@ -32,8 +32,10 @@ class Runtime:
         self.settings = settings
         self.clients = clients
         clock = SystemClock()
+        catalog = Catalog.from_modules(settings.intentbus_workflows)
+        catalog.check_receives(settings.intentbus_max_receive_count)
         self.deps = StageDeps(
-            catalog=Catalog.from_modules(settings.intentbus_workflows),
+            catalog=catalog,
             bus=EventBridgeBus(settings.event_bus_name, clients.client("events")),
             quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.client("sqs"), clock),
             clock=clock,
@@ -94,7 +96,7 @@ def execute_stage(runtime: Runtime) -> ExecuteStage:
         lease_seconds=runtime.settings.idempotency_lease_seconds,
     )
     guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
-    return ExecuteStage(runtime.deps, runner, runtime.clients, guard)
+    return ExecuteStage(runtime.deps, runner, runtime.clients, guard, store=runtime.store)
 
 
 def record_stage(runtime: Runtime) -> RecordStage:

@@ -176,6 +176,18 @@ def test_a_role_consumes_only_the_queue_its_mapping_polls(
             assert not extra, f"{role} may {extra} on {queue}, which is not its own"
 
 
+def test_the_dead_letter_sweep_only_reads_the_run_stages_dlqs(
+    template: TemplatePolicies, local: LocalTemplate
+) -> None:
+    role = "SweepDeadLettersFunctionRole"
+    readable = {"DecideDLQ", "AuthorizeDLQ", "ExecuteDLQ", "RecordDLQ"}
+    for queue in queues(local.cloudformation):
+        arn = template.arn(queue)
+        assert allowed(template, role, "sqs:ReceiveMessage", arn) == (queue in readable), queue
+        others = [a for a in (*CONSUME, "sqs:SendMessage") if a != "sqs:ReceiveMessage"]
+        assert not [a for a in others if allowed(template, role, a, arn)], queue
+
+
 def test_no_other_role_consumes_any_queue(template: TemplatePolicies, local: LocalTemplate) -> None:
     others = set(template.roles()) - set(own_queues(local))
     assert "OperatorRole" in others

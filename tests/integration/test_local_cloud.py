@@ -101,7 +101,12 @@ def _bodies(invocation: Invocation) -> list[dict[str, Any]]:
 
 def test_template_functions_come_from_the_sam_template() -> None:
     template = load_template()
-    assert set(template.functions) == {*FUNCTIONS, "ApprovalsFunction", "ExpireApprovalsFunction"}
+    assert set(template.functions) == {
+        *FUNCTIONS,
+        "ApprovalsFunction",
+        "ExpireApprovalsFunction",
+        "SweepDeadLettersFunction",
+    }
     for stage in STAGES:
         spec = template.functions[f"{stage}Function"]
         assert spec.code_dir == REPO / "functions" / stage.lower()

@@ -65,15 +65,16 @@ def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
                 ]
             )
             cloud.run_until_idle(max_invocations=200)
-            cloud.invoke(
-                "ExpireApprovalsFunction",
-                scheduled_event(
-                    "arn:aws:events:us-east-1:123456789012:rule/sweep",
-                    now=cloud.clock.now(),
-                    region="us-east-1",
-                    account_id=cloud.topology.account_id,
-                ),
-            )
+            for scheduled in ("ExpireApprovalsFunction", "SweepDeadLettersFunction"):
+                cloud.invoke(
+                    scheduled,
+                    scheduled_event(
+                        "arn:aws:events:us-east-1:123456789012:rule/sweep",
+                        now=cloud.clock.now(),
+                        region="us-east-1",
+                        account_id=cloud.topology.account_id,
+                    ),
+                )
             claims = {
                 "sub": "ann",
                 "email": "ann@example.com",

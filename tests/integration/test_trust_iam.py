@@ -36,7 +36,13 @@ SOURCE = "monitoring.example"
 STAGE_ROLES = tuple(
     f"{stage}FunctionRole" for stage in ("Validate", "Decide", "Authorize", "Execute", "Record")
 )
-PIPELINE_ROLES = (*STAGE_ROLES, "ApprovalsFunctionRole", "ExpireApprovalsFunctionRole", "OperatorRole")
+PIPELINE_ROLES = (
+    *STAGE_ROLES,
+    "ApprovalsFunctionRole",
+    "ExpireApprovalsFunctionRole",
+    "SweepDeadLettersFunctionRole",
+    "OperatorRole",
+)
 OWN_SOURCES = dict.fromkeys(PIPELINE_ROLES, frozenset({PIPELINE_SOURCE})) | {
     "RecordFunctionRole": frozenset({PIPELINE_SOURCE, WORKFLOW_SOURCE})
 }

@@ -1,20 +1,38 @@
-"""execute: run an authorized command's tool exactly once per idempotency key, publish what happened."""
+"""execute: run an authorized command's tool exactly once per idempotency key, publish what happened.
+
+A tool failure worth retrying (``ToolError(retryable=True)``, a throttled or 5xx AWS call, a lost
+connection) is retried per the command's ``RetryPolicy``: attempt ``n`` is the message's
+``ApproximateReceiveCount``; while attempts remain the stage raises ``RetryLater`` with the backoff, which
+the handler turns into the message's visibility; the last failed attempt pauses the run for review
+(``intentbus.failure_review``) and the message is done.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel
 
 from intentbus import facts
-from intentbus.definition import ClientProvider, RepeatSafety, Tool, ToolContext, ToolError, Workflow
+from intentbus.backoff import visibility_seconds
+from intentbus.definition import (
+    ClientProvider,
+    CommandSpec,
+    RepeatSafety,
+    Tool,
+    ToolContext,
+    ToolError,
+    Workflow,
+)
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.failure_review import Cause, Failure, pause_for_failure
 from intentbus.journal import Outcome
 from intentbus.policy import Effect
 from intentbus.ports import (
@@ -24,8 +42,10 @@ from intentbus.ports import (
     IdempotentRunner,
     KeyHeldByAnotherCommand,
     OutcomeInDoubt,
+    WorkflowStore,
 )
 from intentbus.registry import Payload
+from intentbus.retries import Delivery, RetryLater
 from intentbus.stages.common import (
     Fact,
     Stage,
@@ -36,6 +56,7 @@ from intentbus.stages.common import (
     read_fact,
     typed_payload,
 )
+from intentbus.tools import tool_error
 
 STAGE = "execute"
 
@@ -47,11 +68,17 @@ class ExecuteStage(Stage):
     runner: IdempotentRunner
     clients: ClientProvider
     guard: ExecutionGuard
+    store: WorkflowStore | None = None
+    """Where a run is paused when a command runs out of attempts; without one the failure propagates."""
+    jitter: Callable[[], float] = random.random
 
     def bind(self, context: LambdaContext) -> None:
         self.runner.bind(context)
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
+        return self.handle_delivery(body, message_id, Delivery())
+
+    def handle_delivery(self, body: str, message_id: str | None, delivery: Delivery) -> StageResult:
         try:
             fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized})
             command = fact.payload.command
@@ -92,6 +119,10 @@ class ExecuteStage(Stage):
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
         try:
             output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
+        except (ToolError, ClientError, BotoCoreError, OSError) as error:
+            if not _retryable(error):
+                raise
+            return self._retry(fact.envelope, spec, error, delivery)
         except KeyHeldByAnotherCommand:
             return self.reject(_key_held(command), body, message_id)
         except NotRecorded as error:  # raised inside the runner, so no result is stored for the key
@@ -99,6 +130,24 @@ class ExecuteStage(Stage):
         return publish(
             self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
         )
+
+    def _retry(
+        self, incoming: Envelope, spec: CommandSpec, error: Exception, delivery: Delivery
+    ) -> StageResult:
+        """Again after the policy's backoff while attempts remain; then the run pauses for review."""
+        policy, attempt = spec.retry, delivery.receive_count
+        if attempt < policy.max_attempts:
+            delay = visibility_seconds(
+                attempt, base=policy.base_seconds, cap=policy.cap_seconds, jitter=self.jitter
+            )
+            raise RetryLater(
+                error, delay_seconds=delay, attempt=attempt, max_attempts=policy.max_attempts
+            ) from error
+        failure = Failure.of(STAGE, error, attempt, Cause.RETRIES_EXHAUSTED)
+        paused = None if self.store is None else pause_for_failure(self.deps, self.store, incoming, failure)
+        if paused is None:
+            raise error  # no running run to pause: the failure takes its course
+        return paused
 
     def _not_run(
         self, fact: Fact[facts.CommandAuthorized], why: str, body: str, message_id: str | None
@@ -319,6 +368,14 @@ def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Pa
         source=facts.PIPELINE_SOURCE,
         payload=payload.model_dump(mode="json"),
     ).to_json_dict()
+
+
+def _retryable(error: Exception) -> bool:
+    if isinstance(error, ToolError):
+        return error.retryable
+    if isinstance(error, ClientError):
+        return tool_error(error, "the tool").retryable
+    return True  # the connection failed or timed out: worth another attempt
 
 
 def _key_held(command: Envelope) -> NotRecorded:
