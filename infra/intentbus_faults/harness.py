@@ -281,6 +281,7 @@ class FaultHarness:
         self.tracker.made.clear()
         self.tracker.model_calls.clear()
         self.landings.clear()
+        cloud.poller.history = []
         plan = schedule.plan()
         sent: list[tuple[int, Mapping[str, Any], str, str]] = []
         self.call_faults.plan = self.delivery_faults.plan = plan
@@ -438,6 +439,12 @@ class FaultHarness:
                 for name, spec in workflow.commands.items()
             },
             declared=declared_effects(self.catalog),
+            deliveries=list(cloud.poller.history or ()),
+            retry_policies=[
+                spec.retry
+                for workflow in self.catalog.workflows.values()
+                for spec in workflow.commands.values()
+            ],
         )
         self._observe_approvals(obs, store)
         for asked in self.tracker.model_calls:

@@ -36,6 +36,9 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     applied, never in a DLQ, never lost; no log entry records it as applied (it changed no run), no
     stage published anything in answer to it, and no run it invented exists. Forged messages are not
     producer inputs: (b) counts only what the producers sent.
+(j) ``retries_kept_their_schedule``: no delivery after a failed one came before the failure's backoff
+    (or the queue's visibility timeout) made it visible, and no backoff was below its retry policies'
+    floor (retry_schedule.py).
 
 Every violation starts with a stable code in parentheses, ``(c/executed-after-end) ...``; see ``code_of``.
 """
@@ -53,13 +56,15 @@ from typing import Any
 from intentbus import facts
 from intentbus.adapters.idempotency import KEY_PREFIX
 from intentbus.catalog import Catalog
-from intentbus.definition import RepeatSafety, ToolEffect
+from intentbus.definition import RepeatSafety, RetryPolicy, ToolEffect
 from intentbus.ids import canonical_json
 from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_faults import fanout_workflow
 from intentbus_faults.approver import Decided
+from intentbus_faults.retry_schedule import retries_keep_their_schedule
 from intentbus_faults.schedule import RunRef
+from intentbus_local.poller import Delivered
 from intentbus_local.report import RunReport
 
 
@@ -222,6 +227,10 @@ class Observation:
     """Bus event id -> (stage, reason) of each quarantine record of it."""
     dead_lettered: dict[str, list[str]] = field(default_factory=dict)
     """Bus event id -> the DLQs that hold it."""
+    deliveries: list[Delivered] = field(default_factory=list)
+    """Every delivery the local poller made, in order (``Poller.history``)."""
+    retry_policies: list[RetryPolicy] = field(default_factory=list)
+    """The retry policies of the workflows' commands."""
 
 
 Invariant = Callable[[Observation], list[str]]
@@ -738,6 +747,11 @@ def forged_messages_refused(obs: Observation) -> list[str]:
     return violations
 
 
+def retries_kept_their_schedule(obs: Observation) -> list[str]:
+    """(j) No retry came sooner than the failure's backoff or the queue's visibility allowed."""
+    return retries_keep_their_schedule(obs.deliveries, obs.retry_policies)
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     effects_at_most_once,
     inputs_end_in_one_bucket,
@@ -748,6 +762,7 @@ INVARIANTS: tuple[Invariant, ...] = (
     model_asked_once,
     no_effect_without_authorization,
     forged_messages_refused,
+    retries_kept_their_schedule,
 )
 
 

@@ -24,10 +24,10 @@ from intentbus.definition import RetryPolicy
 from intentbus.journal import Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_cli.main import main
+from intentbus_faults.retry_schedule import retries_keep_their_schedule
 from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import Call, CallLog, recording
 from tests.e2e.targets import target_args
-from tests.faults.retry_schedule import retries_keep_their_schedule
 
 TENANT = "acme"
 POLICY = RetryPolicy()

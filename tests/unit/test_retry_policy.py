@@ -12,8 +12,8 @@ from intentbus.errors import ConfigurationError
 from intentbus.policy import Policy
 from intentbus.registry import Payload
 from intentbus.retries import Delivery
+from intentbus_faults.retry_schedule import retries_keep_their_schedule
 from intentbus_local.poller import Delivered
-from tests.faults.retry_schedule import retries_keep_their_schedule
 
 
 class Nudge(Payload):

@@ -7,9 +7,8 @@ set is at least the floor of the retry policies, ``min(cap, base * 2**(attempt -
 that failed (bounded jitter only ever adds). A delivery whose visibility lapsed (the ``lapses`` delivery
 fault) sets no schedule, so the next one may come at any time.
 
-Plugs into the fault harness as one more invariant once its Observation carries the history:
-``Observation.deliveries = list(cloud.poller.history)`` (set ``cloud.poller.history = []`` before the
-schedule runs) and ``lambda obs: retries_keep_their_schedule(obs.deliveries, policies)``.
+The fault harness records the history of every schedule (``Observation.deliveries``) and checks it
+against the retry policies of the workflows' commands (``Observation.retry_policies``).
 """
 
 from __future__ import annotations
