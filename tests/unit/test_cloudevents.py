@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from cloudevents.conversion import to_dict, to_structured
@@ -25,6 +25,7 @@ from intentbus.extensions import MAX_EXTENSIONS, MAX_EXTENSIONS_BYTES
 from intentbus.ids import key_part
 from intentbus.journal import Outcome
 from intentbus.policy import Policy
+from intentbus.producer import Producer
 from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.stages.common import StageResult
@@ -32,6 +33,10 @@ from intentbus.workflows import direct_tool, incident
 from tests.fakes import raw_body
 from tests.harness import InMemoryPipeline
 from tests.unit import sample_workflow as orders
+from tests.unit.test_producer import FakeEvents
+
+if TYPE_CHECKING:
+    from mypy_boto3_events import EventBridgeClient
 
 LATENCY = "ServiceLatencyIncreased"
 LATENCY_DATA = {
@@ -391,3 +396,23 @@ def test_an_event_with_a_long_id_runs_to_completion_with_its_extension_on_every_
     assert facts.WORKFLOW_COMPLETED in {envelope.type for envelope in published}
     assert all(envelope.extensions == {"comexampleorigin": "shop-eu"} for envelope in published)
     assert all(envelope.traceparent == TRACEPARENT for envelope in published)
+
+
+# --- the producer client ------------------------------------------------------------------------------
+
+
+def test_the_producer_client_sends_a_structured_cloudevent_and_refuses_what_validate_would_quarantine() -> (
+    None
+):
+    client = FakeEvents()
+    producer = Producer(
+        cast("EventBridgeClient", client), "intentbus-ingress-test", source="monitor", types=CATALOG.types
+    )
+    good = json.loads(to_structured(cloudevent(LATENCY_DATA, comexampleorigin="probe"))[1])
+    text = json.loads(to_structured(cloudevent("just text", datacontenttype="text/plain"))[1])
+    report = producer.send([good, text])
+    assert [accepted.index for accepted in report.accepted] == [0]
+    assert [refused.index for refused in report.refused] == [1]
+    assert report.refused[0].reason.startswith("type 'ServiceLatencyIncreased' takes a JSON object as data")
+    (sent,) = client.requests[0]
+    assert json.loads(sent["Detail"])["comexampleorigin"] == "probe"
