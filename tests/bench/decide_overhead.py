@@ -18,8 +18,9 @@ from intentbus.config import BedrockSettings
 from intentbus.definition import Agent, DecisionContext, ModelProvider
 from intentbus.stages.decide import DecideStage
 from intentbus.stages.validate import ValidateStage
+from intentbus.testing import InMemoryStore, ListQuarantine, RecordingBus, VirtualClock, bus_body
 from intentbus.workflows import incident
-from tests.fakes import InMemoryStore, ListQuarantine, ManualClock, RecordingBus, bus_body, raw_body
+from tests.fakes import raw_body
 
 EVENTS = 400
 ROUNDS = 3
@@ -72,7 +73,7 @@ def _deps(catalog: Catalog) -> tuple[Any, InMemoryStore]:
         catalog=catalog,
         bus=RecordingBus(),
         quarantine=ListQuarantine(),
-        clock=ManualClock(),
+        clock=VirtualClock(),
         environment="dev",
         producers=ProducerBindings.parse("monitoring.example=*"),
     )

@@ -24,11 +24,10 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.journal import LogEntry, Outcome, proof_key
 from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import StageResult
+from intentbus.testing import InMemoryPipeline, InMemoryRunner, InMemoryStore, bus_body, route
 from intentbus.validation_errors import KEY
 from intentbus.workflows import direct_tool, incident
 from intentbus_local.seed import latency_event
-from tests.fakes import InMemoryRunner, InMemoryStore, bus_body
-from tests.harness import InMemoryPipeline, route
 
 ROOT = Path(__file__).resolve().parents[2]
 

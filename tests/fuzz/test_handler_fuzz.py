@@ -35,6 +35,7 @@ from intentbus.errors import MalformedInput
 from intentbus.handler import SqsStageHandler, UnnamedRecordFailed
 from intentbus.journal import Outcome
 from intentbus.stages.common import StageCore, StageResult
+from intentbus.testing import InMemoryPipeline
 from tests.fuzz.support import (
     CHECKPOINTS,
     DEFECT,
@@ -49,7 +50,6 @@ from tests.fuzz.support import (
     type_of,
     wrap,
 )
-from tests.harness import InMemoryPipeline
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:intentbus-validate"
 

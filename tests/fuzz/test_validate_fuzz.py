@@ -26,7 +26,7 @@ from intentbus.envelope import MAX_ID_CHARS, Kind
 from intentbus.extensions import MAX_EXTENSIONS_BYTES
 from intentbus.inbound import MAX_BODY_BYTES
 from intentbus.journal import Outcome
-from tests.fakes import bus_body
+from intentbus.testing import bus_body, route
 from tests.fuzz.support import (
     CATALOG,
     CHECKPOINTS,
@@ -60,7 +60,6 @@ from tests.fuzz.support import (
     type_of,
     wrap,
 )
-from tests.harness import route
 
 TYPE_NAMES = sorted(spec.name for spec in CATALOG.types)
 ensure_ascii = st.booleans()

@@ -35,8 +35,8 @@ from intentbus.runtime import (
     validate_stage,
 )
 from intentbus.stages.common import StageCore
+from intentbus.testing import route
 from intentbus_local.template import LocalTemplate, load_template
-from tests.harness import route
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

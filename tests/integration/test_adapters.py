@@ -32,7 +32,8 @@ from intentbus.journal import (
 )
 from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand
 from intentbus.state import Status, WorkflowState
-from tests.fakes import ManualClock, raw_body
+from intentbus.testing import VirtualClock
+from tests.fakes import raw_body
 from tests.integration.conftest_moto import (
     CallLog,
     MotoPipeline,
@@ -507,7 +508,7 @@ def test_backoff_is_capped_exponential_plus_jitter(attempt: int, expected: float
 class QuarantineEnv:
     sqs: Any
     url: str
-    clock: ManualClock
+    clock: VirtualClock
     quarantine: SqsQuarantine
 
 
@@ -515,7 +516,7 @@ class QuarantineEnv:
 def quarantine_env(aws: None) -> QuarantineEnv:  # noqa: F811
     sqs = client("sqs")
     url, _ = create_queue(sqs, "quarantine")
-    clock = ManualClock()
+    clock = VirtualClock()
     return QuarantineEnv(sqs, url, clock, SqsQuarantine(url, sqs, clock))
 
 
@@ -566,7 +567,7 @@ def test_regression_non_ascii_quarantine_body_fits_the_sqs_limit(aws: None) -> N
     url = sqs.create_queue(QueueName="quarantine-256k", Attributes={"MaximumMessageSize": str(256 * 1024)})[
         "QueueUrl"
     ]
-    quarantine = SqsQuarantine(url, sqs, ManualClock())
+    quarantine = SqsQuarantine(url, sqs, VirtualClock())
     body = "é" * (75 * 1024)  # 150 KiB of UTF-8: under the cut, kept whole
 
     quarantine.put(stage="validate", reason="body is not JSON", field=None, body=body, message_id="m-1")

@@ -26,8 +26,8 @@ from intentbus.policy import Effect, Policy, Rule
 from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.state import Status
-from tests.fakes import bus_body, raw_body
-from tests.harness import InMemoryPipeline
+from intentbus.testing import InMemoryPipeline, bus_body
+from tests.fakes import raw_body
 
 DEPLOYS: list[str] = []
 TENANT = "acme"

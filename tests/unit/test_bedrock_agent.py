@@ -30,9 +30,9 @@ from intentbus.envelope import Envelope
 from intentbus.journal import Outcome
 from intentbus.runtime import model_provider
 from intentbus.stages.decide import DecideStage
+from intentbus.testing import InMemoryPipeline, bus_body
 from intentbus.workflows import direct_tool, incident
-from tests.fakes import bus_body, raw_body
-from tests.harness import InMemoryPipeline
+from tests.fakes import raw_body
 
 MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0"
 SETTINGS = BedrockSettings(model_id=MODEL_ID, region="us-east-1", max_tokens=512, temperature=0.0)

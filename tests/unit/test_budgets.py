@@ -12,13 +12,13 @@ from intentbus.definition import Budget
 from intentbus.envelope import Envelope
 from intentbus.journal import Outcome
 from intentbus.state import BudgetOverride, Status, WorkflowState, new_run
+from intentbus.testing import InMemoryPipeline, VirtualClock, bus_body
 from tests import pingpong_workflow
-from tests.fakes import ManualClock, bus_body, raw_body
-from tests.harness import InMemoryPipeline
+from tests.fakes import raw_body
 
 TENANT = "acme"
 RUN = "run-rally"
-NOW = ManualClock().now()
+NOW = VirtualClock().now()
 
 
 def state(**update: object) -> WorkflowState:

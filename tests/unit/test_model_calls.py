@@ -26,8 +26,8 @@ from intentbus.definition import (
 from intentbus.journal import Commit, CommitResult, CommitStatus, Outcome
 from intentbus.stages.decide import DecideStage
 from intentbus.state import Status
-from tests.fakes import InMemoryStore, bus_body, raw_body
-from tests.harness import InMemoryPipeline, route
+from intentbus.testing import InMemoryPipeline, InMemoryStore, bus_body, route
+from tests.fakes import raw_body
 from tests.unit import sample_workflow
 from tests.unit.test_bedrock_agent import converse_for, converse_response, stubbed_client, tool_use
 

@@ -26,12 +26,11 @@ from intentbus.adapters.sqs_quarantine import MAX_MESSAGE_BYTES, SqsQuarantine
 from intentbus.definition import MalformedDecision
 from intentbus.handler import SqsStageHandler
 from intentbus.registry import REDACTED
+from intentbus.testing import InMemoryPipeline, VirtualClock, bus_body
 from intentbus.workflows import incident
 from intentbus_cli import ops
 from intentbus_cli.main import main
 from intentbus_cli.quarantined import RAW_OUTPUT_HIDDEN
-from tests.fakes import ManualClock, bus_body
-from tests.harness import InMemoryPipeline
 from tests.unit.fake_queues import FakeQueues
 from tests.unit.test_bedrock_agent import (
     TENANT,
@@ -286,7 +285,7 @@ def test_a_raw_output_too_big_for_the_message_is_cut_before_the_body() -> None:
     body = json.dumps({"detail": {"id": "e-1", "payload": {"note": "x" * 1000}}})
     raw_output = json.dumps([{"text": "y" * (300 * 1024)}])
 
-    SqsQuarantine(QUEUE_URL, cast(Any, sqs), ManualClock()).put(
+    SqsQuarantine(QUEUE_URL, cast(Any, sqs), VirtualClock()).put(
         stage="decide", reason="why", field=None, body=body, message_id="m-1", raw_output=raw_output
     )
 

@@ -32,9 +32,9 @@ from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.stages.decide import DecideStage
 from intentbus.state import Status
+from intentbus.testing import InMemoryPipeline
 from intentbus.workflows import incident
 from tests.fakes import raw_body
-from tests.harness import InMemoryPipeline
 from tests.unit.test_bedrock_agent import converse_for, converse_response, stubbed_client, tool_use
 
 TENANT = "acme"

@@ -20,8 +20,8 @@ from intentbus.definition import Workflow
 from intentbus.errors import NOT_RECORDED
 from intentbus.journal import Outcome
 from intentbus.state import Status, WorkflowState
-from tests.fakes import bus_body, raw_body
-from tests.harness import InMemoryPipeline, route
+from intentbus.testing import InMemoryPipeline, bus_body, route
+from tests.fakes import raw_body
 from tests.unit import sample_workflow
 
 TENANT = "acme"

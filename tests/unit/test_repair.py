@@ -26,8 +26,8 @@ from intentbus.repair import (
     repair_quarantined,
 )
 from intentbus.state import Status
-from tests.fakes import ManualClock, raw_body
-from tests.harness import InMemoryPipeline
+from intentbus.testing import InMemoryPipeline, VirtualClock
+from tests.fakes import raw_body
 from tests.unit import sample_workflow
 from tests.unit.test_bedrock_agent import converse_for, converse_response, stubbed_client
 
@@ -206,7 +206,7 @@ def test_the_quarantine_queues_message_body_is_read_as_it_is_written() -> None:
             sent.append(kwargs["MessageBody"])
 
     body = bad_order()
-    SqsQuarantine("q", Sqs(), ManualClock()).put(  # type: ignore[arg-type]
+    SqsQuarantine("q", Sqs(), VirtualClock()).put(  # type: ignore[arg-type]
         stage="validate", reason="payload.amount: bad", field="payload.amount", body=body, message_id="m-1"
     )
     record = Quarantined.from_message(sent[0])

@@ -15,9 +15,9 @@ from intentbus.envelope import Envelope
 from intentbus.journal import Commit, CommitResult, LogEntry, Outcome
 from intentbus.review import ATTEMPT_STAGE, STAGE, Answer, Result, ReviewDesk
 from intentbus.state import BudgetOverride, Status, WorkflowState
+from intentbus.testing import InMemoryPipeline, InMemoryStore, bus_body
 from tests import pingpong_workflow
-from tests.fakes import InMemoryStore, bus_body, raw_body
-from tests.harness import InMemoryPipeline
+from tests.fakes import raw_body
 from tests.unit.test_approvals import release_workflow
 
 TENANT = "acme"

@@ -36,9 +36,9 @@ from intentbus.journal import Approval, ApprovalStatus, Outcome
 from intentbus.policy import Policy
 from intentbus.registry import REDACTED, SENSITIVE, WITHHELD, Payload, TypeRegistry, TypeSpec
 from intentbus.stages.common import StageCore, StageResult
+from intentbus.testing import InMemoryPipeline, VirtualClock
 from intentbus_local import tracing
-from tests.fakes import ManualClock, raw_body
-from tests.harness import InMemoryPipeline
+from tests.fakes import raw_body
 
 TENANT = "acme"
 TRACE = "tr_signup_42"
@@ -448,14 +448,14 @@ def test_the_expiry_sweep_reports_every_pending_approval() -> None:
 
     @dataclass
     class Deps:
-        clock: ManualClock
+        clock: VirtualClock
 
     @dataclass
     class Desk:
         store: Store
         deps: Deps
 
-    clock = ManualClock(current=now)
+    clock = VirtualClock(current=now)
     metrics = Metrics(namespace="intentbus-unit", service="expire")
     metrics.clear_metrics()
     try:

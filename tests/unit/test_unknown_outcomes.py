@@ -24,8 +24,8 @@ from intentbus.ids import idempotency_key
 from intentbus.policy import Effect, Policy, Rule
 from intentbus.registry import Payload
 from intentbus.state import Status
+from intentbus.testing import InMemoryPipeline
 from tests.fakes import raw_body
-from tests.harness import InMemoryPipeline
 
 CHARGES: list[str] = []
 LEDGER: dict[str, int] = {}

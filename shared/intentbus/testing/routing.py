@@ -1,0 +1,25 @@
+"""Where the template's rules send what a stage publishes."""
+
+from __future__ import annotations
+
+from intentbus import facts
+from intentbus.envelope import Envelope
+
+ROUTES = {
+    facts.EVENT_ACCEPTED: "decide",
+    facts.COMMAND_PROPOSED: "authorize",
+    facts.COMMAND_AUTHORIZED: "execute",
+    facts.COMMAND_EXECUTED: "record",
+    facts.COMMAND_FAILED: "record",
+    facts.COMMAND_DENIED: "record",
+    facts.COMMAND_OUTCOME_UNKNOWN: "record",
+    facts.COMMAND_CONFLICTED: "record",
+    facts.COMMAND_SKIPPED: "record",
+}
+
+
+def route(envelope: Envelope) -> str | None:
+    """The stage whose queue a published envelope lands in; ``None`` when no stage consumes it."""
+    if envelope.source != facts.PIPELINE_SOURCE:
+        return "validate"
+    return ROUTES.get(envelope.type)
