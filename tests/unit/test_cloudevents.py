@@ -29,9 +29,9 @@ from intentbus.producer import Producer
 from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.stages.common import StageResult
+from intentbus.testing import InMemoryPipeline
 from intentbus.workflows import direct_tool, incident
 from tests.fakes import raw_body
-from tests.harness import InMemoryPipeline
 from tests.unit import sample_workflow as orders
 from tests.unit.test_producer import FakeEvents
 
