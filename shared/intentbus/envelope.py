@@ -8,10 +8,18 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from intentbus.extensions import Extensions, check_extensions
 from intentbus.ids import derive_id
 
 TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+MAX_ID_CHARS = 1024
+"""An input's id (CloudEvents sets no bound). Where an id becomes part of a DynamoDB key it is hashed
+once long (``intentbus.ids.key_part``)."""
+MAX_TRACEPARENT_CHARS = 256
+MAX_TRACESTATE_CHARS = 2048
+MAX_MEDIA_TYPE_CHARS = 256
+MAX_SCHEMA_URI_CHARS = 2048
 
 
 class Kind(StrEnum):
@@ -26,13 +34,15 @@ class Envelope(BaseModel):
     """An immutable message. Field names follow CloudEvents plus the workflow fields of the seed.
 
     ``type`` also accepts ``event_type``, ``time`` also accepts ``timestamp`` (epoch seconds or
-    ISO 8601) and ``payload`` also accepts CloudEvents' ``data``.
+    ISO 8601) and ``payload`` also accepts CloudEvents' ``data``. ``datacontenttype``, ``dataschema``,
+    ``traceparent``, ``tracestate`` and ``extensions`` are what a CloudEvent said beyond the workflow's
+    fields; the last three are carried on to every envelope that follows this one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     specversion: Literal["1.0"] = "1.0"
-    id: str = Field(min_length=1, max_length=128)
+    id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     source: str = Field(min_length=1, max_length=256)
     type: str = Field(pattern=TYPE_NAME_PATTERN, validation_alias=AliasChoices("type", "event_type"))
     time: datetime = Field(validation_alias=AliasChoices("time", "timestamp"))
@@ -48,11 +58,25 @@ class Envelope(BaseModel):
     depth: int = Field(default=0, ge=0)
     version: int = Field(default=0, ge=0)
     payload: dict[str, Any] = Field(validation_alias=AliasChoices("payload", "data"))
+    datacontenttype: str | None = Field(default=None, min_length=1, max_length=MAX_MEDIA_TYPE_CHARS)
+    """The media type the producer's data came in (``intentbus.cloudevent``); the payload is its reading."""
+    dataschema: str | None = Field(default=None, min_length=1, max_length=MAX_SCHEMA_URI_CHARS)
+    traceparent: str | None = Field(default=None, min_length=1, max_length=MAX_TRACEPARENT_CHARS)
+    """W3C Trace Context, as CloudEvents' Distributed Tracing extension carries it."""
+    tracestate: str | None = Field(default=None, max_length=MAX_TRACESTATE_CHARS)
+    extensions: Extensions = Field(default_factory=dict)
+    """The producer's other CloudEvents extension attributes, within ``intentbus.extensions``' bounds."""
 
     @field_validator("time")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("extensions")
+    @classmethod
+    def _bounded(cls, value: Extensions) -> Extensions:
+        check_extensions(value)
+        return value
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -94,4 +118,7 @@ class Envelope(BaseModel):
             depth=self.depth if depth is None else depth,
             version=self.version if version is None else version,
             payload=payload,
+            traceparent=self.traceparent,
+            tracestate=self.tracestate,
+            extensions=self.extensions,
         )

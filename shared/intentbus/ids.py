@@ -41,6 +41,24 @@ def input_identity(tenant_id: str, source: str, event_id: str) -> str:
     return derive_id("input", tenant_id, source, event_id)
 
 
+KEY_PART_MAX_BYTES = 512
+"""Every id of up to 128 characters (the bound before ids could be longer) is kept as it is."""
+HASHED = "sha256:"
+
+
+def key_part(value: str) -> str:
+    """``value`` as part of a DynamoDB key: itself while short, else ``sha256:<hex digest>``.
+
+    A key then stays far inside DynamoDB's limits (a sort key holds at most 1,024 bytes) whatever an
+    input's id is. A short value that already starts with ``sha256:`` is hashed too, so a value kept as
+    it is never equals another's digest.
+    """
+    encoded = value.encode("utf-8", "surrogatepass")
+    if len(encoded) <= KEY_PART_MAX_BYTES and not value.startswith(HASHED):
+        return value
+    return HASHED + hashlib.sha256(encoded).hexdigest()
+
+
 def content_id(content: Any) -> str:
     """An id for an inbound event that came without one: the same content gives the same id."""
     return derive_id("content", canonical_json(content))

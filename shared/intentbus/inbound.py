@@ -1,5 +1,7 @@
 """Turns what other systems put on the bus (native envelope or CloudEvents) into an Envelope.
 
+A CloudEvent is read by ``intentbus.cloudevent``; its data becomes the payload its type's model says.
+
 Missing workflow fields are derived, deterministically, so the same event sent twice is
 recognised as one: ``id`` from the content, ``run_id`` and ``trace_id`` from the id.
 """
@@ -13,25 +15,14 @@ from typing import Any
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ValidationError
 
+from intentbus.cloudevent import DataForm, EventData, missing_data, payload_for, read_cloudevent
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
-from intentbus.registry import TypeRegistry, UnknownType
+from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
-# CloudEvents extension attributes are lower-case letters and digits only.
-_CLOUDEVENTS_EXTENSIONS = {
-    "tenantid": "tenant_id",
-    "traceid": "trace_id",
-    "runid": "run_id",
-    "stepindex": "step_index",
-    "idempotencykey": "idempotency_key",
-    "causationid": "causation_id",
-    "correlationid": "correlation_id",
-    "depth": "depth",
-    "version": "version",
-}
-_CLOUDEVENTS_IGNORED = {"datacontenttype", "dataschema", "traceparent", "tracestate"}
 MAX_BODY_BYTES = 256 * 1024
 MAX_DEPTH = 64
 """Deeper JSON is refused: pydantic's serializer stops at 255 levels, and no event needs 64."""
@@ -93,37 +84,8 @@ def parse_bus_event(body: str) -> EventBridgeModel:
         raise MalformedInput.from_validation(error, EventBridgeModel) from None
 
 
-def _from_cloudevents(detail: dict[str, Any]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for key, value in detail.items():
-        if key in _CLOUDEVENTS_IGNORED:
-            continue
-        name = _CLOUDEVENTS_EXTENSIONS.get(key, key)
-        if name in fields and fields[name] != value:
-            raise MalformedInput(f"{key} and {name} disagree: send one", field=key)
-        fields[name] = value
-    if "data_base64" in fields:
-        raise MalformedInput("data_base64 is not supported: send the payload as JSON in data", field="data")
-    return fields
-
-
-def _check_source(sent_as: str, claimed: Any) -> None:
-    if PIPELINE_SOURCE in (sent_as, claimed):
-        raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
-    if claimed != sent_as:
-        raise MalformedInput(
-            f"the envelope's source {claimed!r} is not the event's source {sent_as!r}: a producer "
-            "speaks only as the source its policy lets it send",
-            field="source",
-        )
-
-
-def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
-    """The accepted envelope, with its payload validated by the type's model."""
-    detail = bus_event.detail
-    if not isinstance(detail, dict):
-        raise MalformedInput("detail is not a JSON object", field="detail")
-    fields = _from_cloudevents(detail) if "specversion" in detail else dict(detail)
+def _registered_type(fields: dict[str, Any], bus_event: EventBridgeModel, registry: TypeRegistry) -> TypeSpec:
+    """The type the envelope names (else the detail-type): one a workflow declares, not a pipeline fact."""
     type_name = fields.setdefault("event_type" if "event_type" in fields else "type", bus_event.detail_type)
     if not isinstance(type_name, str):
         raise MalformedInput("type must be a string", field="type")
@@ -142,10 +104,51 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         raise MalformedInput(
             f"type {type_name!r} is a pipeline fact; only the pipeline publishes it", field="type"
         )
+    return spec
+
+
+def _check_extensions(detail: dict[str, Any]) -> None:
+    """A native envelope's ``extensions`` object, bounded as a CloudEvent's extension attributes are."""
+    extensions = detail.get("extensions")
+    if not isinstance(extensions, dict):
+        return  # absent, or told by the envelope's own validation
+    try:
+        check_extensions(extensions)
+    except ExtensionProblem as problem:
+        raise MalformedInput(problem.reason, field=problem.field) from None
+
+
+def _check_source(sent_as: str, claimed: Any) -> None:
+    if PIPELINE_SOURCE in (sent_as, claimed):
+        raise MalformedInput(f"source {PIPELINE_SOURCE!r} is reserved for the pipeline", field="source")
+    if claimed != sent_as:
+        raise MalformedInput(
+            f"the envelope's source {claimed!r} is not the event's source {sent_as!r}: a producer "
+            "speaks only as the source its policy lets it send",
+            field="source",
+        )
+
+
+def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
+    """The accepted envelope, with its payload validated by the type's model."""
+    detail = bus_event.detail
+    if not isinstance(detail, dict):
+        raise MalformedInput("detail is not a JSON object", field="detail")
+    data: EventData | None = None
+    if "specversion" in detail:
+        fields, data = read_cloudevent(detail)
+    else:
+        fields = dict(detail)
+    spec = _registered_type(fields, bus_event, registry)
+    type_name = spec.name
     _check_source(bus_event.source, fields.get("source", bus_event.source))
     declared_kind = fields.setdefault("kind", spec.kind.value)
     if declared_kind != spec.kind.value:
         raise MalformedInput(f"{type_name!r} is a {spec.kind.value}, not a {declared_kind}", field="kind")
+
+    if data is not None:
+        fields["payload"] = payload_for(data, spec)
+    _check_extensions(detail)
 
     if "timestamp" not in fields:
         fields.setdefault("time", bus_event.time)
@@ -168,6 +171,8 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     try:
         payload = spec.model.model_validate(envelope.payload)
     except ValidationError as error:
+        if data is not None and data.form is DataForm.ABSENT:
+            raise missing_data(spec) from None
         raise MalformedInput.from_validation(error, spec.model, prefix="payload.") from None
     update: dict[str, Any] = {"payload": payload.model_dump(mode="json")}
     if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:

@@ -22,7 +22,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from intentbus import facts
-from intentbus.envelope import Kind
+from intentbus.envelope import MAX_ID_CHARS, Kind
+from intentbus.extensions import MAX_EXTENSIONS_BYTES
 from intentbus.inbound import MAX_BODY_BYTES
 from intentbus.journal import Outcome
 from intentbus.testing import bus_body, route
@@ -243,28 +244,54 @@ def _ce_attributes(kind: Kind) -> dict[str, tuple[Option, tuple[Option, ...]]]:
     other_kind = Kind.EVENT.value if kind is Kind.COMMAND else Kind.COMMAND.value
     return {
         "specversion": _attribute("1.0", [ABSENT], ["0.3", "1", 1.0, None]),
-        "id": _attribute(ABSENT, [SHORT_ID, "i" * 128], [7, "", "i" * 129]),
-        "source": _attribute(ABSENT, [SHORT_ID], ["", 7]),
-        "type": _attribute(detail_type, [ABSENT], [7, other_type]),
-        "time": _attribute(ABSENT, ["2026-12-01T08:59:00Z", "2026-12-01T09:59:00+01:00"], ["soon", True]),
+        "id": _attribute(ABSENT, [SHORT_ID, "i" * MAX_ID_CHARS, None], [7, "", "i" * (MAX_ID_CHARS + 1)]),
+        "source": _attribute(ABSENT, [SHORT_ID, None], ["", 7]),
+        "type": _attribute(detail_type, [ABSENT, None], [7, other_type]),
+        "time": _attribute(
+            ABSENT, ["2026-12-01T08:59:00Z", "2026-12-01T09:59:00+01:00", None], ["soon", True]
+        ),
         "subject": _attribute(ABSENT, [None, SHORT_TEXT], [7, []]),
         "kind": _attribute(ABSENT, [kind.value], [other_kind, 7]),
-        "traceid": _attribute(ABSENT, [SHORT_ID, "t" * 128], ["", 7, None, "t" * 129]),
-        "runid": _attribute(ABSENT, [SHORT_ID], ["", 7, None, [], "r" * 129]),
-        "correlationid": _attribute(ABSENT, [SHORT_ID], ["", 7, None]),
+        # JSON null is an unset attribute (the JSON format): the field is derived as if absent.
+        "traceid": _attribute(ABSENT, [SHORT_ID, "t" * 128, None], ["", 7, "t" * 129]),
+        "runid": _attribute(ABSENT, [SHORT_ID, None], ["", 7, [], "r" * 129]),
+        "correlationid": _attribute(ABSENT, [SHORT_ID, None], ["", 7]),
         "causationid": _attribute(ABSENT, [None, SHORT_ID], [7, [], {}]),
-        "idempotencykey": _attribute(ABSENT, [SHORT_ID], ["", 7, "k" * 129]),
-        "stepindex": _attribute(ABSENT, [COUNT, 0, 2**31, "3"], [-1, "three", 1.5, None, []]),
-        "depth": _attribute(ABSENT, [0, 6], [-1, "deep", 0.5, None]),
-        "version": _attribute(ABSENT, [COUNT, 0], [-1, "v1", 2.5, None]),
-        "datacontenttype": _attribute(ABSENT, ["application/json", "text/plain", "", 7, *JSON_POOL[:20]], []),
-        "dataschema": _attribute(ABSENT, ["https://schemas.example/x.json", *JSON_POOL[20:30]], []),
-        "traceparent": _attribute(ABSENT, ["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"], []),
-        "tracestate": _attribute(ABSENT, ["congo=t61rcWkgMzE", 7], []),
+        "idempotencykey": _attribute(ABSENT, [SHORT_ID, None], ["", 7, "k" * 129]),
+        "stepindex": _attribute(ABSENT, [COUNT, 0, 2**31, "3", None], [-1, "three", 1.5, []]),
+        "depth": _attribute(ABSENT, [0, 6, None], [-1, "deep", 0.5]),
+        "version": _attribute(ABSENT, [COUNT, 0, None], [-1, "v1", 2.5]),
+        "datacontenttype": _attribute(
+            ABSENT,
+            ["application/json", "application/json; charset=utf-8", "application/vnd.acme+json", None],
+            ["", 7, "json", "text plain", [], {}],
+        ),
+        "dataschema": _attribute(ABSENT, ["https://schemas.example/x.json", None], ["", 7, {}]),
+        "traceparent": _attribute(
+            ABSENT, ["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"], ["", 7]
+        ),
+        "tracestate": _attribute(ABSENT, ["congo=t61rcWkgMzE", None], [7, []]),
         "tenant": _attribute("tenantid", ["tenant_id", "both"], ["invalid", ABSENT]),
         "carrier": _attribute("data", ["payload"], ["both", ABSENT, "data_base64", "data_text"]),
+        # Any other extension attribute is kept, if CloudEvents has a type for its value.
         "unknown": _attribute(
-            ABSENT, [], ["partitionkey", "sequence", "comexampleextension1", "sampledrate", "x"]
+            ABSENT,
+            [
+                ("partitionkey", SHORT_TEXT),
+                ("sequence", 7),
+                ("comexampleextension1", True),
+                ("sampledrate", None),
+                ("x", -(2**31)),
+            ],
+            [
+                ("comexampleextension1", {}),
+                ("sequence", 2**31),
+                ("sampledrate", 0.5),
+                ("partitionkey", []),
+                ("Partition-Key", "p"),
+                ("partition_key", "p"),
+                ("comexamplebig", "x" * MAX_EXTENSIONS_BYTES),
+            ],
         ),
     }
 
@@ -285,10 +312,6 @@ ENVELOPE_NAMES = {
 CE_ONLY_KEYS = {
     *(key for key, name in ENVELOPE_NAMES.items() if key != name),
     "tenantid",
-    "datacontenttype",
-    "dataschema",
-    "traceparent",
-    "tracestate",
     "data_base64",
 }
 """CloudEvents' names for what the native envelope calls otherwise (or does not have)."""
@@ -368,12 +391,21 @@ def cloudevents(draw: st.DrawFn) -> tuple[dict[str, Any], str, set[str]]:
         if not (isinstance(value, str) and value == ABSENT) and name not in ("tenant", "carrier", "unknown")
     }
     _tenant_and_payload(event, chosen, problems, native, choose)
-    if chosen["unknown"] != ABSENT:
-        event[chosen["unknown"]] = copy.deepcopy(choose.choice(JSON_POOL))
-        problems.add(chosen["unknown"])
+    extension = chosen["unknown"]
+    if extension != ABSENT:
+        name, value = extension
+        event[name] = _drawn(value, draw)
+        if "unknown" in problems:
+            problems.add(name)
     if "specversion" not in event:
         # Not CloudEvents, then: the extension attributes are unknown fields of a native envelope.
         problems.update(key for key in event if key in CE_ONLY_KEYS)
+        if extension != ABSENT:
+            problems.add(extension[0])
+        # ... and null is a value there, not an unset attribute.
+        problems.update(
+            key for key in ("id", "source", "type", "time") if key in event and event[key] is None
+        )
         if "tenant_id" not in event:
             problems.add("tenant_id")
     problems -= {"tenant", "carrier", "unknown"}
@@ -395,7 +427,7 @@ def test_cloudevents_structured_mode(case: tuple[dict[str, Any], str, set[str]],
         assert envelope.tenant_id == event.get("tenantid", event.get("tenant_id"))
         assert envelope.type == detail_type
         for extension, name in ENVELOPE_NAMES.items():
-            if extension in event:
+            if event.get(extension) is not None:
                 assert str(getattr(envelope, name)) == str(event[extension]), name
         return
     assert result.outcome is Outcome.QUARANTINED, f"accepted although {sorted(problems)} are wrong"
@@ -573,6 +605,13 @@ def well_formed(draw: st.DrawFn) -> tuple[dict[str, Any], str, dict[str, Any]]:
     return form(fixed, choose), type_name, fixed
 
 
+CARRIED = {
+    "comexampleorigin": "probe-7",
+    "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+}
+"""What a CloudEvent may say beyond the workflow's fields, carried on with its envelope."""
+
+
 def _as_cloudevent(fixed: dict[str, Any], choose: Decisions) -> dict[str, Any]:
     event: dict[str, Any] = {"specversion": "1.0"}
     for name, value in fixed.items():
@@ -584,6 +623,8 @@ def _as_cloudevent(fixed: dict[str, Any], choose: Decisions) -> dict[str, Any]:
             event[CE_NAMES.get(name, name)] = value
     if choose.flag():
         event["datacontenttype"] = "application/json"
+    if choose.flag():
+        event |= CARRIED
     return event
 
 
@@ -626,6 +667,10 @@ def test_well_formed_input_is_never_quarantined(
         assert envelope.time == EPOCH + timedelta(seconds=fixed["time"])
 
     (accepted,) = first.published
+    if "comexampleorigin" in detail:
+        for carrier in (envelope, accepted):
+            assert carrier.extensions == {"comexampleorigin": CARRIED["comexampleorigin"]}
+            assert carrier.traceparent == CARRIED["traceparent"]
     target = route(accepted)
     assert target is not None
     onward = assert_promise(pipeline, target, bus_body(accepted))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from intentbus.ids import key_part
 from intentbus.journal import (
     Approval,
     ApprovalStatus,
@@ -74,7 +75,8 @@ AUTH_PREFIX = "AUTH#"
 
 
 def auth_sk(command_id: str) -> str:
-    return f"{AUTH_PREFIX}{command_id}"
+    """A command sent directly keeps its producer's id, which may be long: hashed then."""
+    return f"{AUTH_PREFIX}{key_part(command_id)}"
 
 
 def authorization_item(tenant_id: str, run_id: str, authorization: Authorization) -> dict[str, Any]:
