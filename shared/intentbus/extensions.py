@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
+
+from intentbus.errors import IntentbusError
 
 MAX_EXTENSIONS = 32
 """At most this many extension attributes on one envelope."""
@@ -58,8 +60,11 @@ extension to carry on."""
 Extensions = dict[str, str | int | bool]
 
 
-class ExtensionProblem(ValueError):
-    """Why an envelope cannot carry these extensions, and where (never repeating the input)."""
+class ExtensionProblem(IntentbusError, ValueError):
+    """Why an envelope cannot carry these extensions, and where (never repeating the input). A
+    ``ValueError`` too, so a pydantic validator that raises it reports a validation error."""
+
+    code: ClassVar[str] = "extension_problem"
 
     def __init__(self, reason: str, field: str) -> None:
         super().__init__(reason)
