@@ -51,6 +51,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
+from intentbus_local import moto_fixes
 from intentbus_local.clients import Clients
 from intentbus_local.direct_resources import create_direct
 from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
@@ -86,6 +87,7 @@ def provision(
     parameters: Mapping[str, str] | None = None,
     timeout_seconds: float = 60.0,
 ) -> Topology:
+    moto_fixes.apply()
     logging.getLogger("moto").addFilter(_KNOWN_GAP)
     with warnings.catch_warnings():
         # moto warns on every parse of a type it skips; that gap is known and documented above.
