@@ -2,7 +2,9 @@
 
 Nothing here lists resources: whatever the template declares is created by ``create_stack``, and the
 topology is read back from the stack. Where moto's CloudFormation does not reproduce a declared
-property, the smallest honest fix is applied from the template itself, after the stack exists:
+property, the smallest honest fix is applied from the template itself, after the stack exists (and where
+moto itself gets a type wrong, moto_fixes.py fixes it first: layer refs, archives from a template,
+disabled rules, replays):
 
 - Every ``AWS::Lambda::EventSourceMapping`` is deployed with ``Enabled: false``. An enabled mapping
   makes moto try to start a Docker Lambda on every SQS send; the local poller plays the mapping instead
