@@ -45,7 +45,8 @@ _MOTO: dict[str, Callable[..., Any]] = {}
 
 
 def apply() -> None:
-    """Idempotent; each fix is a no-op once moto no longer has its bug."""
+    """Idempotent. The layer fix steps aside once moto's LayerVersion has a physical id of its own; the
+    others stay until their pinned tests say moto fixed its bug."""
     _fix_layer_ref()
     _fix_archive_from_cloudformation()
     _fix_disabled_rules()
