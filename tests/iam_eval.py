@@ -4,7 +4,8 @@ Same-account evaluation, as AWS documents it: an explicit Deny in any policy (id
 wins; otherwise an Allow in an identity policy, or a resource policy Allow naming the principal
 itself, allows; otherwise the request is implicitly denied. Supported: ``Action`` / ``NotAction``
 (wildcards, case-insensitive), ``Resource`` / ``NotResource`` (wildcards), ``Principal`` in resource
-policies (``*``, an ARN, an account or its root), and the condition operators StringEquals,
+policies (``*``, an ARN, an account or its root, a service such as ``events.amazonaws.com``: a request
+whose principal is that service name), and the condition operators StringEquals,
 StringNotEquals, StringLike, StringNotLike, ArnEquals, ArnLike, ArnNotEquals, ArnNotLike and Null on
 single-valued keys, and ``${aws:PrincipalTag/...}`` variables in ``Resource`` (a tag the principal
 lacks matches nothing, as in IAM). Anything else (another operator, ``...IfExists``,
@@ -45,7 +46,9 @@ class Request:
 
     @property
     def account(self) -> str:
-        return self.principal_arn.split(":")[4]
+        """The principal's account; a service principal (no ARN) has none."""
+        parts = self.principal_arn.split(":")
+        return parts[4] if len(parts) > 4 else ""
 
 
 def evaluate(request: Request, identity: Sequence[Policy], resource: Sequence[Policy] = ()) -> Decision:
@@ -112,8 +115,12 @@ def _principal_matches(statement: Mapping[str, Any], request: Request) -> bool:
         raise ValueError(f"a resource policy statement without Principal: {statement}")
     if principal == "*":
         return True
-    names = _strings(principal.get("AWS", [])) if isinstance(principal, Mapping) else []
-    return any(
+    if not isinstance(principal, Mapping):
+        return False
+    if request.principal_arn in _strings(principal.get("Service", [])):
+        return True
+    names = _strings(principal.get("AWS", []))
+    return bool(request.account) and any(
         name in ("*", request.principal_arn, request.account)
         or name == f"arn:aws:iam::{request.account}:root"
         for name in names
@@ -121,12 +128,15 @@ def _principal_matches(statement: Mapping[str, Any], request: Request) -> bool:
 
 
 def _names_principal_itself(statement: Mapping[str, Any], request: Request) -> bool:
-    """A resource policy Allow grants by itself only to the principal it names (or ``*``); naming the
-    account (its root) leaves the decision to the principal's identity policies."""
+    """A resource policy Allow grants by itself only to the principal it names (or ``*``, or the service
+    it names: a service has no identity policies); naming the account (its root) leaves the decision to
+    the principal's identity policies."""
     principal = statement["Principal"]
     if principal == "*":
         return True
-    return request.principal_arn in _strings(principal.get("AWS", []))
+    return request.principal_arn in _strings(principal.get("AWS", [])) + _strings(
+        principal.get("Service", [])
+    )
 
 
 # ------------------------------------------------------------------------------ conditions

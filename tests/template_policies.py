@@ -9,6 +9,7 @@ in for by the actions it grants; any other managed policy the template does not 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -197,6 +198,18 @@ class TemplatePolicies:
             props = self.resolve(copy.deepcopy(resource["Properties"]))
             if props.get("EventBusName", "default") == name:
                 found.append({"Version": "2012-10-17", "Statement": [props["Statement"]]})
+        return found
+
+    def log_resource_policies(self) -> list[Policy]:
+        """The CloudWatch Logs resource policies the template creates (``AWS::Logs::ResourcePolicy``, a JSON
+        text), resolved; one whose resource ``Condition`` does not hold with these parameters is left out."""
+        found: list[Policy] = []
+        for resource in self._resources.values():
+            if resource["Type"] != "AWS::Logs::ResourcePolicy":
+                continue
+            if "Condition" in resource and not self.condition(resource["Condition"]):
+                continue
+            found.append(json.loads(self.resolve(resource["Properties"]["PolicyDocument"])))
         return found
 
     def roles(self) -> list[str]:

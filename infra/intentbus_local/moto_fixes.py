@@ -1,33 +1,71 @@
-"""The one fix to moto that a redeploy needs, applied by the local cloud before it deploys.
+"""The fixes to moto (5.x, found on 5.2.5) the local cloud needs, applied before it deploys.
 
-``Ref`` of a layer version (moto 5.x, found on 5.2.5). moto's CloudFormation resolves ``Ref`` to the
-model's ``physical_resource_id`` and, when the model has none, to the model object itself
-(``clean_json`` in moto/cloudformation/parsing.py). ``moto.awslambda.models.LayerVersion`` has none, so
-a function's ``Layers: [!Ref IntentbusLayer]`` resolves to ``[<LayerVersion>]``. Creating the function
-never reads ``Layers`` (``LambdaFunction.create_from_cloudformation_json`` does not pass it on), which
-hides the problem; updating it does: ``update_configuration`` -> ``_get_layers_data`` ->
-``layers_versions_by_arn`` -> ``split_layer_arn(<LayerVersion>)``, and UpdateStack fails with
-``'LayerVersion' object has no attribute 'replace'`` after some functions were already changed.
+tests/integration/test_moto_fixes.py (and, for the layer, tests/integration/test_redeploy.py) runs
+moto's own code and fails once a moto release fixes its bug, so a fix is dropped rather than kept past
+its need.
 
-On AWS, ``Ref`` of an ``AWS::Lambda::LayerVersion`` is its version ARN: the fix gives moto's model that
-physical id, and nothing else. It is applied only while moto's class has no ``physical_resource_id`` of
-its own; tests/integration/test_redeploy.py fails once a moto release defines one, so the fix is
-dropped rather than kept past its need.
+``Ref`` of a layer version. moto's CloudFormation resolves ``Ref`` to the model's
+``physical_resource_id`` and, when the model has none, to the model object itself (``clean_json`` in
+moto/cloudformation/parsing.py). ``moto.awslambda.models.LayerVersion`` has none, so a function's
+``Layers: [!Ref IntentbusLayer]`` resolves to ``[<LayerVersion>]``. Creating the function never reads
+``Layers``, which hides the problem; updating it does (``update_configuration`` -> ``_get_layers_data``
+-> ``split_layer_arn(<LayerVersion>)``), and UpdateStack fails with ``'LayerVersion' object has no
+attribute 'replace'`` after some functions were already changed. On AWS, ``Ref`` of a layer version is
+its version ARN: the fix gives moto's model that physical id, and nothing else.
+
+``AWS::Events::Archive`` from CloudFormation. Its ``EventPattern`` is a JSON object in a template, but
+moto's ``Archive.create_from_cloudformation_json`` hands it on as is and its pattern parser calls
+``json.loads`` on it: a TypeError. moto's update reads ``Retention`` where the property is
+``RetentionDays``, and a name moto generates (stack-logical id-suffix) may pass the 48 characters an
+archive name may have. The fix passes the pattern as JSON text, the retention under moto's key, and a
+generated name cut to 48 characters.
+
+Disabled rules. moto delivers every event to every rule whose pattern matches, ``DISABLED`` or not
+(``Rule.send_to_targets`` never reads ``state``). On AWS a disabled rule delivers nothing: the fix.
+
+Replays. moto's ``Replay.replay_events`` sends every archived event, whatever its time, to every rule
+of the bus, whatever ``Destination.FilterArns`` names. On AWS a replay sends the events whose time is
+in [EventStartTime, EventEndTime) to the rules FilterArns names (all of the bus's rules without it),
+each marked with ``replay-name``: the fix replays that way.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 FOUND_ON = "5.2.5"
+ARCHIVE_NAME_MAX = 48
+"""EventBridge's limit on an archive's name."""
+
+_MOTO: dict[str, Callable[..., Any]] = {}
+"""moto's own functions that a fix replaced, by ``Class.method`` (the pinned tests run them)."""
+
+
+def apply() -> None:
+    """Idempotent. The layer fix steps aside once moto's LayerVersion has a physical id of its own; the
+    others stay until their pinned tests say moto fixed its bug."""
+    _fix_layer_ref()
+    _fix_archive_from_cloudformation()
+    _fix_disabled_rules()
+    _fix_replay()
+
+
+def moto_original(name: str) -> Callable[..., Any]:
+    """moto's own ``Class.method`` that ``apply`` replaced (KeyError if it replaced none)."""
+    return _MOTO[name]
+
+
+# ---------------------------------------------------------------------------------- layer versions
 
 
 def _layer_version_arn(layer_version: Any) -> str:
     return str(layer_version.arn)
 
 
-def apply() -> None:
-    """Idempotent; a no-op on a moto whose LayerVersion has a physical id of its own."""
+def _fix_layer_ref() -> None:
     from moto.awslambda.models import LayerVersion
 
     if "physical_resource_id" not in vars(LayerVersion):
@@ -40,3 +78,103 @@ def layer_ref_fixed_here() -> bool:
 
     found = vars(LayerVersion).get("physical_resource_id")
     return isinstance(found, property) and found.fget is _layer_version_arn
+
+
+# ---------------------------------------------------------------------------------- archives
+
+
+def _archive_properties(properties: Mapping[str, Any]) -> dict[str, Any]:
+    fixed = dict(properties)
+    if isinstance(fixed.get("EventPattern"), dict):
+        fixed["EventPattern"] = json.dumps(fixed["EventPattern"])
+    if "RetentionDays" in fixed:
+        fixed["Retention"] = fixed["RetentionDays"]
+    return fixed
+
+
+def _archive_name(resource_name: str, properties: Mapping[str, Any]) -> str:
+    if "ArchiveName" in properties or len(resource_name) <= ARCHIVE_NAME_MAX:
+        return resource_name
+    prefix, _, suffix = resource_name.rpartition("-")
+    return f"{prefix[: ARCHIVE_NAME_MAX - len(suffix) - 1]}-{suffix}"
+
+
+def _fix_archive_from_cloudformation() -> None:
+    from moto.events.models import Archive
+
+    if "Archive.create_from_cloudformation_json" in _MOTO:
+        return
+    create = vars(Archive)["create_from_cloudformation_json"].__func__
+    update = vars(Archive)["update_from_cloudformation_json"].__func__
+    _MOTO["Archive.create_from_cloudformation_json"] = create
+    _MOTO["Archive.update_from_cloudformation_json"] = update
+
+    def create_fixed(cls: Any, name: str, cloudformation_json: Any, *args: Any, **kwargs: Any) -> Any:
+        properties = cloudformation_json["Properties"]
+        fixed = {**cloudformation_json, "Properties": _archive_properties(properties)}
+        return create(cls, _archive_name(name, properties), fixed, *args, **kwargs)
+
+    def update_fixed(cls: Any, original: Any, new_name: str, cloudformation_json: Any, *args: Any) -> Any:
+        properties = cloudformation_json["Properties"]
+        fixed = {**cloudformation_json, "Properties": _archive_properties(properties)}
+        return update(cls, original, _archive_name(new_name, properties), fixed, *args)
+
+    Archive.create_from_cloudformation_json = classmethod(create_fixed)  # type: ignore[method-assign,assignment]
+    Archive.update_from_cloudformation_json = classmethod(update_fixed)  # type: ignore[method-assign,assignment]
+
+
+# ---------------------------------------------------------------------------------- disabled rules
+
+
+def _fix_disabled_rules() -> None:
+    from moto.events.models import Rule
+
+    if "Rule.send_to_targets" in _MOTO:
+        return
+    send = vars(Rule)["send_to_targets"]
+    _MOTO["Rule.send_to_targets"] = send
+
+    def send_if_enabled(self: Any, original_event: Any, transform_input: bool = True) -> None:
+        if self.state != "DISABLED":
+            send(self, original_event, transform_input)
+
+    Rule.send_to_targets = send_if_enabled  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------------------------- replays
+
+
+def epoch_seconds(value: Any) -> float:
+    """An EventBridge time as moto holds it (epoch seconds, as a number or text, or a datetime)."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return float(value)
+
+
+def _replay_events(replay: Any, archive: Any) -> None:
+    from moto.core.utils import unix_time
+    from moto.events.models import ReplayState, events_backends
+    from moto.moto_api._internal import mock_random
+
+    backend = events_backends[replay.account_id][replay.region]
+    bus = backend.describe_event_bus(replay.destination["Arn"].split("/")[-1])
+    chosen = set(replay.destination.get("FilterArns") or ())
+    rules = [rule for rule in bus.rules.values() if not chosen or rule.arn in chosen]
+    start, end = epoch_seconds(replay.event_start_time), epoch_seconds(replay.event_end_time)
+    for event in list(archive.events):
+        if not start <= epoch_seconds(event["time"]) < end:
+            continue
+        replayed: Any = dict(event, **{"id": str(mock_random.uuid4()), "replay-name": replay.name})
+        for rule in rules:
+            rule.send_to_targets(replayed, transform_input=False)
+    replay.state = ReplayState.COMPLETED
+    replay.end_time = unix_time()
+
+
+def _fix_replay() -> None:
+    from moto.events.models import Replay
+
+    if "Replay.replay_events" in _MOTO:
+        return
+    _MOTO["Replay.replay_events"] = vars(Replay)["replay_events"]
+    Replay.replay_events = _replay_events  # type: ignore[method-assign,assignment]

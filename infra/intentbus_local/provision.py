@@ -2,7 +2,9 @@
 
 Nothing here lists resources: whatever the template declares is created by ``create_stack``, and the
 topology is read back from the stack. Where moto's CloudFormation does not reproduce a declared
-property, the smallest honest fix is applied from the template itself, after the stack exists:
+property, the smallest honest fix is applied from the template itself, after the stack exists (and where
+moto itself gets a type wrong, moto_fixes.py fixes it first: layer refs, archives from a template,
+disabled rules, replays):
 
 - Every ``AWS::Lambda::EventSourceMapping`` is deployed with ``Enabled: false``. An enabled mapping
   makes moto try to start a Docker Lambda on every SQS send; the local poller plays the mapping instead
@@ -51,6 +53,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
+from intentbus_local import moto_fixes
 from intentbus_local.clients import Clients
 from intentbus_local.direct_resources import create_direct
 from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
@@ -86,6 +89,7 @@ def provision(
     parameters: Mapping[str, str] | None = None,
     timeout_seconds: float = 60.0,
 ) -> Topology:
+    moto_fixes.apply()
     logging.getLogger("moto").addFilter(_KNOWN_GAP)
     with warnings.catch_warnings():
         # moto warns on every parse of a type it skips; that gap is known and documented above.

@@ -17,7 +17,7 @@ import pytest
 from intentbus_local import LocalCloud, moto_fixes
 from intentbus_local.redeploy import RedeployError
 from intentbus_local.template import read_sam
-from tests.integration.test_local_cloud import FUNCTIONS, RECORDER, REPO, Journal, entry, put
+from tests.integration.test_local_cloud import FUNCTIONS, RECORDER, REPO, Journal, entry, own_rules, put
 
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
 
@@ -155,7 +155,7 @@ def test_queues_rules_and_mappings_follow_a_changed_template_there_and_back(
     (validate,) = grown.functions["ValidateFunction"].mappings
     assert (validate.visibility_timeout, validate.max_receive_count) == (90, 3)
     assert validate.dlq == cloud.topology.dlqs["ValidateQueue"]
-    assert len(events.list_rules(EventBusName=grown.bus_name)["Rules"]) == 6
+    assert len(own_rules(events, grown.bus_name)) == 6
     put(cloud, [entry("WorkflowCompleted")])
     cloud.run_until_idle(deadline_seconds=30)
     assert [e["function"] for e in journal.entries()] == [grown.functions["AuditFunction"].name]
@@ -167,7 +167,7 @@ def test_queues_rules_and_mappings_follow_a_changed_template_there_and_back(
     sqs = cloud.clients.sqs()
     with pytest.raises(sqs.exceptions.QueueDoesNotExist):
         sqs.get_queue_url(QueueName=grown.queues["AuditQueue"].name)
-    assert len(events.list_rules(EventBusName=shrunk.bus_name)["Rules"]) == 5
+    assert len(own_rules(events, shrunk.bus_name)) == 5
     (validate,) = shrunk.functions["ValidateFunction"].mappings
     assert (validate.visibility_timeout, validate.max_receive_count) == (180, 5)
     assert len(cloud.clients.lambda_().list_event_source_mappings()["EventSourceMappings"]) == 5
