@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from intentbus.errors import ConfigurationError
+from intentbus.limits import DEFAULT_CLAIM_CHECK_BYTES, MAX_CLAIM_CHECK_BYTES, MIN_CLAIM_CHECK_BYTES
 
 
 class Settings(BaseModel):
@@ -30,6 +31,12 @@ class Settings(BaseModel):
     """The stage queues' ``maxReceiveCount`` (template parameter ``MaxReceiveCount``): a failure on the
     last receive pauses the run for review instead of leaving it to the DLQ; and no command's retry policy
     may want more attempts."""
+    intentbus_claim_bucket: str | None = Field(default=None, min_length=1)
+    """The claim-check bucket (``intentbus.claims``): payloads of facts over the threshold are kept there."""
+    intentbus_claim_check_bytes: int = Field(
+        default=DEFAULT_CLAIM_CHECK_BYTES, ge=MIN_CLAIM_CHECK_BYTES, le=MAX_CLAIM_CHECK_BYTES
+    )
+    """A fact whose PutEvents entry would be larger travels by claim check (``ClaimCheckThresholdBytes``)."""
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
     """How long a command's result is kept, so a redelivery gets it instead of running again."""
@@ -49,7 +56,11 @@ class Settings(BaseModel):
     def _unset_empty_bedrock(cls, values: Any) -> Any:
         """The template passes an empty string for a Bedrock parameter left at its default: unset."""
         if isinstance(values, dict):
-            return {k: v for k, v in values.items() if not (k.startswith("bedrock_") and v == "")}
+            return {
+                k: v
+                for k, v in values.items()
+                if not ((k.startswith("bedrock_") or k == "intentbus_claim_bucket") and v == "")
+            }
         return values
 
     def bedrock(self) -> BedrockSettings | None:

@@ -10,6 +10,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from intentbus.extensions import Extensions, check_extensions
 from intentbus.ids import derive_id
+from intentbus.limits import MAX_SUBJECT_CHARS
 
 TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
@@ -46,14 +47,15 @@ class Envelope(BaseModel):
     source: str = Field(min_length=1, max_length=256)
     type: str = Field(pattern=TYPE_NAME_PATTERN, validation_alias=AliasChoices("type", "event_type"))
     time: datetime = Field(validation_alias=AliasChoices("time", "timestamp"))
-    subject: str | None = None
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_CHARS)
+    """Copied onto every envelope that follows this one: bounded, as every field a producer sets is."""
     kind: Kind
     tenant_id: str = Field(pattern=TENANT_PATTERN)
     trace_id: str = Field(min_length=1, max_length=128)
     run_id: str = Field(min_length=1, max_length=128)
     step_index: int = Field(ge=0)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=128)
-    causation_id: str | None = None
+    causation_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
     correlation_id: str = Field(min_length=1, max_length=128)
     depth: int = Field(default=0, ge=0)
     version: int = Field(default=0, ge=0)

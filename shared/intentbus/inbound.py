@@ -21,9 +21,11 @@ from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
+from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, json_bytes
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
-MAX_BODY_BYTES = 256 * 1024
+MAX_BODY_BYTES = PUT_EVENTS_LIMIT_BYTES + 8 * 1024
+"""A PutEvents entry may have 256 KB; the body EventBridge delivers wraps it in its own fields."""
 MAX_DEPTH = 64
 """Deeper JSON is refused: pydantic's serializer stops at 255 levels, and no event needs 64."""
 
@@ -59,7 +61,9 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     except UnicodeEncodeError:
         raise MalformedInput("body holds an unpaired surrogate, which is not text") from None
     if size > MAX_BODY_BYTES:
-        raise MalformedInput(f"body is {size} bytes, over the 256 KB an event may have")
+        raise MalformedInput(
+            f"body is {size:,} bytes, over the {MAX_BODY_BYTES:,} an event delivered by EventBridge may have"
+        )
     try:
         raw = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
@@ -129,6 +133,16 @@ def _check_source(sent_as: str, claimed: Any) -> None:
         )
 
 
+def _check_payload_size(payload: dict[str, Any]) -> None:
+    """A payload over the hard maximum cannot travel even by claim check: it is refused here, told."""
+    size = json_bytes(payload)
+    if size > MAX_PAYLOAD_BYTES:
+        raise MalformedInput(
+            f"payload is {size:,} bytes as JSON, over the {MAX_PAYLOAD_BYTES:,} a payload may have",
+            field="payload",
+        )
+
+
 def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
     """The accepted envelope, with its payload validated by the type's model."""
     detail = bus_event.detail
@@ -168,6 +182,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         envelope = Envelope.model_validate(fields)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope) from None
+    _check_payload_size(envelope.payload)
     try:
         payload = spec.model.model_validate(envelope.payload)
     except ValidationError as error:

@@ -9,8 +9,10 @@ from intentbus.adapters.clients import AwsClients
 from intentbus.adapters.clock import SystemClock
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.adapters.eventbridge_bus import EventBridgeBus
+from intentbus.adapters.s3_claims import S3Claims
 from intentbus.adapters.sqs_quarantine import SqsQuarantine
 from intentbus.catalog import Catalog
+from intentbus.claims import ClaimCheckingBus
 from intentbus.config import Settings
 from intentbus.principals import parse_roles
 from intentbus.producers import ProducerBindings
@@ -34,9 +36,18 @@ class Runtime:
         clock = SystemClock()
         catalog = Catalog.from_modules(settings.intentbus_workflows)
         catalog.check_receives(settings.intentbus_max_receive_count)
+        claims = (
+            None
+            if settings.intentbus_claim_bucket is None
+            else S3Claims(settings.intentbus_claim_bucket, clients)
+        )
         self.deps = StageDeps(
             catalog=catalog,
-            bus=EventBridgeBus(settings.event_bus_name, clients.client("events")),
+            bus=ClaimCheckingBus(
+                EventBridgeBus(settings.event_bus_name, clients.client("events")),
+                claims,
+                settings.intentbus_claim_check_bytes,
+            ),
             quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.client("sqs"), clock),
             clock=clock,
             environment=settings.intentbus_environment,
@@ -44,6 +55,7 @@ class Runtime:
             producers=ProducerBindings.parse(settings.intentbus_producers),
             id_salt=settings.intentbus_id_salt,
             pipeline_roles=parse_roles(settings.intentbus_pipeline_roles),
+            claims=claims,
         )
         self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
 

@@ -6,14 +6,15 @@ EventBridge hands it to the target queue, so the next stage runs in the same tra
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from intentbus.backoff import backoff_seconds
+from intentbus.claims import detail_json
 from intentbus.envelope import Envelope
 from intentbus.errors import PublishError
+from intentbus.limits import PUT_EVENTS_LIMIT_BYTES, entry_size
 from intentbus.telemetry import trace_header
 
 if TYPE_CHECKING:
@@ -30,14 +31,14 @@ __all__ = [
 """``backoff_seconds`` lives in ``intentbus.backoff`` (shared with the producer client)."""
 
 MAX_ENTRIES_PER_CALL = 10
-MAX_REQUEST_BYTES = 256 * 1024
+MAX_REQUEST_BYTES = PUT_EVENTS_LIMIT_BYTES
 
 
 def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
     return {
         "Source": envelope.source,
         "DetailType": envelope.type,
-        "Detail": json.dumps(envelope.to_json_dict(), separators=(",", ":")),
+        "Detail": detail_json(envelope),
         "EventBusName": bus_name,
         "Time": envelope.time,
         "Resources": [],
@@ -45,22 +46,17 @@ def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
     }
 
 
-def _entry_size(entry: dict[str, Any]) -> int:
-    # PutEvents counts Source, DetailType, Detail and Resources toward its size limit (not TraceHeader).
-    return len(entry["Source"]) + len(entry["DetailType"]) + len(entry["Detail"].encode()) + 14
-
-
 def chunks(entries: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     batches: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
     size = 0
     for entry in entries:
-        entry_size = _entry_size(entry)
-        if current and (len(current) == MAX_ENTRIES_PER_CALL or size + entry_size > MAX_REQUEST_BYTES):
+        size_of_entry = entry_size(entry)
+        if current and (len(current) == MAX_ENTRIES_PER_CALL or size + size_of_entry > MAX_REQUEST_BYTES):
             batches.append(current)
             current, size = [], 0
         current.append(entry)
-        size += entry_size
+        size += size_of_entry
     if current:
         batches.append(current)
     return batches

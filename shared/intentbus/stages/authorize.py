@@ -61,7 +61,7 @@ class AuthorizeStage(Stage):
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(body, {facts.COMMAND_PROPOSED: facts.CommandProposed})
+            fact = read_fact(body, {facts.COMMAND_PROPOSED: facts.CommandProposed}, self.deps.claims)
             return retry_on_conflict(
                 lambda: self._attempt(fact.envelope, fact.payload),
                 exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize",

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
 from intentbus.catalog import Catalog
+from intentbus.claims import ClaimStore, check_out
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.facts import PIPELINE_SOURCE
@@ -79,10 +80,14 @@ class StageDeps:
     ids) differ between deployments, and stay the same across a redeploy and a redelivery."""
     pipeline_roles: dict[str, str] = field(default_factory=dict)
     """Stage -> its role's canonical ARN (``INTENTBUS_PIPELINE_ROLES``): the principals that propose."""
+    claims: ClaimStore | None = None
+    """Where claim-checked payloads are kept (``intentbus.claims``): facts read are resolved from it."""
 
 
-def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
-    """Parse a pipeline fact delivered from the bus; anything else is malformed."""
+def read_fact(body: str, models: dict[str, type[FactT]], claims: ClaimStore | None = None) -> Fact[FactT]:
+    """Parse a pipeline fact delivered from the bus; anything else is malformed.
+
+    A claim-checked payload is fetched from ``claims`` and verified first (``intentbus.claims``)."""
     bus_event = parse_bus_event(body)
     if bus_event.detail_type not in models:
         raise MalformedInput(
@@ -92,6 +97,7 @@ def read_fact(body: str, models: dict[str, type[FactT]]) -> Fact[FactT]:
         envelope = Envelope.model_validate(bus_event.detail)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
+    envelope = check_out(envelope, claims)
     model = models[bus_event.detail_type]
     try:
         payload = model.model_validate(envelope.payload)

@@ -26,6 +26,13 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.limits import (
+    MAX_DECISION_BYTES,
+    MAX_EVIDENCE_BYTES,
+    MAX_PAYLOAD_BYTES,
+    MAX_RATIONALE_CHARS,
+    json_bytes,
+)
 from intentbus.model_output import RawOutput
 from intentbus.ports import WorkflowStore
 from intentbus.registry import Payload
@@ -129,7 +136,7 @@ class DecideStage(Stage):
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(body, {facts.EVENT_ACCEPTED: facts.EventAccepted})
+            fact = read_fact(body, {facts.EVENT_ACCEPTED: facts.EventAccepted}, self.deps.claims)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
         try:
@@ -408,6 +415,7 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             _canonical(workflow, proposed)
         except MalformedInput as problem:
             problems.append(problem)
+    problems.extend(_oversized(decision))
     if problems:
         raise MalformedDecision(
             "; ".join(problem.reason for problem in problems),
@@ -416,6 +424,46 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             tokens=decision.tokens,
         )
     return decision
+
+
+def _oversized(decision: Decision) -> list[MalformedInput]:
+    """What of the decision is over its bound (``intentbus.limits``): told by size, never by content."""
+    found: list[MalformedInput] = []
+    if len(decision.rationale) > MAX_RATIONALE_CHARS:
+        found.append(
+            MalformedInput(
+                f"the rationale has {len(decision.rationale):,} characters; at most {MAX_RATIONALE_CHARS:,}",
+                field="decision.rationale",
+            )
+        )
+    evidence = json_bytes(decision.evidence)
+    if evidence > MAX_EVIDENCE_BYTES:
+        found.append(
+            MalformedInput(
+                f"the evidence is {evidence:,} bytes as JSON; at most {MAX_EVIDENCE_BYTES:,}",
+                field="decision.evidence",
+            )
+        )
+    payloads = [json_bytes(proposed.payload) for proposed in decision.commands]
+    for proposed, size in zip(decision.commands, payloads, strict=True):
+        if size > MAX_PAYLOAD_BYTES:
+            found.append(
+                MalformedInput(
+                    f"a proposed {proposed.type} is {size:,} bytes as JSON; at most {MAX_PAYLOAD_BYTES:,}",
+                    field="decision.commands",
+                )
+            )
+    # Each proposal carries the rationale and the evidence: the decide entry holds them all.
+    total = sum(payloads) + len(payloads) * (evidence + len(decision.rationale.encode()))
+    if not found and total > MAX_DECISION_BYTES:
+        found.append(
+            MalformedInput(
+                f"the decision's {len(payloads)} proposals with their rationale and evidence are "
+                f"{total:,} bytes; at most {MAX_DECISION_BYTES:,}",
+                field="decision.commands",
+            )
+        )
+    return found
 
 
 def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:

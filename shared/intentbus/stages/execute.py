@@ -34,6 +34,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.failure_review import Cause, Failure, pause_for_failure
 from intentbus.journal import Outcome
+from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
 from intentbus.ports import (
     Claim,
@@ -80,7 +81,7 @@ class ExecuteStage(Stage):
 
     def handle_delivery(self, body: str, message_id: str | None, delivery: Delivery) -> StageResult:
         try:
-            fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized})
+            fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized}, self.deps.claims)
             command = fact.payload.command
             if fact.payload.verdict.effect is not Effect.ALLOW or command.kind is not Kind.COMMAND:
                 raise MalformedInput(
@@ -207,11 +208,11 @@ class _Attempt:
         if refused is not None:
             return refused
         try:
-            result = dict(self.tool.run(self.arguments, self._context))
+            result = bounded_result(dict(self.tool.run(self.arguments, self._context)))
         except ToolError as error:
             if not error.retryable:
                 return self._output(
-                    facts.COMMAND_FAILED, facts.CommandFailed(command=self.command, error=str(error))
+                    facts.COMMAND_FAILED, facts.CommandFailed(command=self.command, error=cut(str(error)))
                 )
             if self.tool.repeat_safety is RepeatSafety.RECONCILE:
                 return self._after_unknown(error)
@@ -285,7 +286,9 @@ class _Attempt:
         found = self._reconcile()
         if found is None:
             raise error  # the effect did not happen: a retry is safe
-        executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
+        executed = facts.CommandExecuted(
+            command=self.command, result=bounded_result(dict(found)), reconciled=True
+        )
         return self._output(facts.COMMAND_EXECUTED, executed)
 
     def after_lapse(self) -> dict[str, Any]:
@@ -306,7 +309,9 @@ class _Attempt:
         found = self._reconcile()
         if found is None:
             return self.run()
-        executed = facts.CommandExecuted(command=self.command, result=dict(found), reconciled=True)
+        executed = facts.CommandExecuted(
+            command=self.command, result=bounded_result(dict(found)), reconciled=True
+        )
         return self._output(facts.COMMAND_EXECUTED, executed)
 
     def _reconcile(self) -> Mapping[str, Any] | None:

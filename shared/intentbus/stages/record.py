@@ -61,7 +61,7 @@ class RecordStage(Stage):
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(body, _OUTCOMES)
+            fact = read_fact(body, _OUTCOMES, self.deps.claims)
             return retry_on_conflict(
                 lambda: self._attempt(fact.envelope, cast(OutcomeFact, fact.payload)),
                 exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record",

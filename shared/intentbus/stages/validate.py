@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from intentbus import facts
+from intentbus.claims import resolved_detail
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, input_identity
@@ -80,7 +81,14 @@ class ValidateStage(Stage):
         """A workflow's outcome event re-enters here; only the one record published is accepted.
 
         One this deployment cannot read (a redeploy dropped or changed its workflow) is still checked
-        against record's entry: if record published it, its run ends with the reason."""
+        against record's entry: if record published it, its run ends with the reason. Record published
+        it, so a claim-checked payload is resolved first (a producer's never is)."""
+        if isinstance(bus_event.detail, dict):
+            try:
+                detail = resolved_detail(bus_event.detail, self.deps.claims)
+            except MalformedInput as error:
+                return self.reject(error, body, message_id)
+            bus_event = bus_event.model_copy(update={"detail": detail})
         try:
             envelope, _ = normalize(bus_event, self.deps.catalog.types)
             unreadable = None

@@ -16,9 +16,11 @@ from typing import Any
 
 from intentbus.approvals import Answer, ApprovalDesk, Approver, Result
 from intentbus.catalog import Catalog
+from intentbus.claims import ClaimCheckingBus, InMemoryClaims, fit
 from intentbus.definition import ClientProvider, CommandSpec, ModelProvider, Tool, ToolContext, Workflow
 from intentbus.envelope import Envelope
 from intentbus.journal import Approval
+from intentbus.limits import claim_check_threshold
 from intentbus.producers import ProducerBindings
 from intentbus.stages.authorize import AuthorizeStage
 from intentbus.stages.common import StageCore, StageDeps, StageResult
@@ -126,6 +128,7 @@ class InMemoryPipeline:
         bus: RecordingBus | None = None,
         quarantine: ListQuarantine | None = None,
         runner: InMemoryRunner | None = None,
+        claims: InMemoryClaims | None = None,
         pipeline_roles: Mapping[str, str] | None = None,
         id_salt: str = "",
     ) -> None:
@@ -141,6 +144,9 @@ class InMemoryPipeline:
         self.bus = bus if bus is not None else RecordingBus()
         self.quarantine = quarantine if quarantine is not None else ListQuarantine()
         self.runner = runner if runner is not None else InMemoryRunner()
+        self.claims = claims if claims is not None else InMemoryClaims()
+        """The claim-check bucket, in memory: change ``claims.objects`` to play someone who swaps one."""
+        self.claim_threshold = claim_check_threshold(dict(settings or {}))
         self.pipeline_roles = dict(pipeline_roles or {})
         self.id_salt = id_salt
         self.outcomes: Counter[tuple[str, str]] = Counter()
@@ -151,7 +157,7 @@ class InMemoryPipeline:
         self._emitted = 0
         self.deps = StageDeps(
             catalog=_ToolCountingCatalog(self.catalog, self.tool_runs),
-            bus=self.bus,
+            bus=ClaimCheckingBus(self.bus, self.claims, self.claim_threshold),
             quarantine=self.quarantine,
             clock=self.clock,
             environment=self.environment,
@@ -159,6 +165,7 @@ class InMemoryPipeline:
             producers=self.producers,
             id_salt=self.id_salt,
             pipeline_roles=self.pipeline_roles,
+            claims=self.claims,
         )
         self.stages: dict[str, StageCore] = {
             "validate": ValidateStage(self.deps, self.store),
@@ -274,7 +281,7 @@ class InMemoryPipeline:
         for envelope in published:
             target = route(envelope)
             if target is not None:
-                queue.append((target, bus_body(envelope)))
+                queue.append((target, self._body(envelope)))
         self._drain(queue, max_hops)
 
     def run(self, body: str, *, max_hops: int = MAX_DELIVERIES) -> None:
@@ -298,7 +305,11 @@ class InMemoryPipeline:
         for envelope in published:
             target = route(envelope)
             if target is not None:
-                self._inbox.append((target, bus_body(envelope)))
+                self._inbox.append((target, self._body(envelope)))
+
+    def _body(self, envelope: Envelope) -> str:
+        """What the bus delivers of a published fact: claim-checked as the bus published it."""
+        return bus_body(fit(envelope, self.claims, self.claim_threshold))
 
     def _drain(self, queue: deque[tuple[str, str]], max_deliveries: int) -> None:
         delivered = 0
@@ -310,4 +321,4 @@ class InMemoryPipeline:
             for envelope in self.deliver(stage, body).published:
                 target = route(envelope)
                 if target is not None:
-                    queue.append((target, bus_body(envelope)))
+                    queue.append((target, self._body(envelope)))

@@ -1,0 +1,42 @@
+"""The claim-check bucket on S3 (``intentbus.claims.ClaimStore``).
+
+The client is created on the first large fact, so a cold start that never meets one never pays for it.
+A missing object is told as missing only to a role with ``s3:ListBucket`` (S3 says AccessDenied to
+others): the template grants it on the bucket, so a deleted or expired object is quarantined with that
+reason, and a real AccessDenied is an error SQS retries.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError
+
+
+class _Clients(Protocol):
+    def client(self, service_name: str) -> Any: ...
+
+
+_MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+class S3Claims:
+    def __init__(self, bucket: str, clients: _Clients) -> None:
+        self.bucket = bucket
+        self._clients = clients
+
+    def put(self, key: str, body: bytes) -> None:
+        # The bucket's default encryption applies (SSE-S3 or the template's key); the policy requires TLS.
+        self._clients.client("s3").put_object(
+            Bucket=self.bucket, Key=key, Body=body, ContentType="application/json"
+        )
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            response = self._clients.client("s3").get_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise
+        body: bytes = response["Body"].read()
+        return body
