@@ -21,11 +21,13 @@ from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
-from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, json_bytes
+from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
-MAX_BODY_BYTES = PUT_EVENTS_LIMIT_BYTES + 8 * 1024
-"""A PutEvents entry may have 256 KB; the body EventBridge delivers wraps it in its own fields."""
+MAX_BODY_BYTES = SQS_MESSAGE_LIMIT_BYTES
+"""What SQS delivers at most. The event itself is held to what PutEvents accepted (``MAX_DETAIL_BYTES``),
+measured once parsed: a body may escape the same text six times larger (``\u00e9``)."""
+MAX_DETAIL_BYTES = PUT_EVENTS_LIMIT_BYTES
 MAX_DEPTH = 64
 """Deeper JSON is refused: pydantic's serializer stops at 255 levels, and no event needs 64."""
 
@@ -61,9 +63,7 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     except UnicodeEncodeError:
         raise MalformedInput("body holds an unpaired surrogate, which is not text") from None
     if size > MAX_BODY_BYTES:
-        raise MalformedInput(
-            f"body is {size:,} bytes, over the {MAX_BODY_BYTES:,} an event delivered by EventBridge may have"
-        )
+        raise MalformedInput(f"body is {size:,} bytes, over the 1 MiB an SQS message may have")
     try:
         raw = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
@@ -82,6 +82,9 @@ def parse_bus_event(body: str) -> EventBridgeModel:
         ) from None
     if "detail" in raw and not isinstance(raw["detail"], dict):
         raise MalformedInput("detail is not a JSON object", field="detail")
+    detail_size = json_bytes(raw.get("detail"))
+    if detail_size > MAX_DETAIL_BYTES:
+        raise MalformedInput(f"detail is {detail_size:,} bytes as JSON, over the 256 KB an event may have")
     try:
         return EventBridgeModel.model_validate(raw)
     except ValidationError as error:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from intentbus import facts
 from intentbus.catalog import Catalog
+from intentbus.claims import check_out
 from intentbus.envelope import Envelope, Kind
 from intentbus.journal import LogEntry, Outcome, proof_key
 from intentbus.policy import Effect, Verdict
@@ -544,7 +545,8 @@ def assert_promise(
         assert result.published == ()
     else:
         assert new_records == [], f"{result.outcome.value} but quarantined: {new_records[0]['reason']}"
-        assert new_published == list(result.published)
+        # The bus publishes a large fact claim-checked (intentbus.claims): the same fact once resolved.
+        assert [check_out(envelope, pipeline.claims) for envelope in new_published] == list(result.published)
     return result
 
 

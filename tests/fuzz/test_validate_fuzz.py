@@ -736,19 +736,6 @@ def test_payloads_over_256_kb_are_quarantined(where: str, pad: int, accepted: bo
         assert "256 KB" in pipeline.quarantine.records[-1]["reason"]
 
 
-@pytest.mark.parametrize("ascii_only", [True, False])
-def test_the_256_kb_limit_counts_bytes_at_the_boundary(ascii_only: bool) -> None:
-    def body_with(subject_chars: int) -> str:
-        detail = {**LATENCY, "subject": "é" * subject_chars}
-        return body_of(detail, ascii_only=ascii_only)
-
-    per_char = len(body_with(1).encode()) - len(body_with(0).encode())
-    fits = (MAX_BODY_BYTES - len(body_with(0).encode())) // per_char
-    assert len(body_with(fits).encode()) <= MAX_BODY_BYTES < len(body_with(fits + 1).encode())
-    assert assert_promise(new_pipeline(), "validate", body_with(fits)).outcome is Outcome.APPLIED
-    assert assert_promise(new_pipeline(), "validate", body_with(fits + 1)).outcome is Outcome.QUARANTINED
-
-
 # ---------------------------------------------------------------------------------------------
 # Defects found by these tests (strict xfail: each passes once the library is fixed)
 

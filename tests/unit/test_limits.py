@@ -119,6 +119,16 @@ def test_a_payload_over_the_hard_maximum_is_quarantined_at_validate_with_its_siz
     assert pipeline.published == []
 
 
+def test_the_payload_bound_counts_utf8_bytes_at_the_boundary() -> None:
+    fits = (MAX_PAYLOAD_BYTES - json_bytes({"note_id": "n-1", "text": ""})) // 2
+    for chars, quarantined in ((fits, False), (fits + 1, True)):
+        pipeline = InMemoryPipeline([large_workflow.workflow])
+        pipeline.emit(note(text="é" * chars))
+        pipeline.run_until_idle()
+        at_validate = [q for q in pipeline.quarantined if q.stage == "validate"]
+        assert bool(at_validate) is quarantined, chars
+
+
 def test_a_producer_payload_shaped_as_a_claim_check_is_never_fetched(pipeline: InMemoryPipeline) -> None:
     # The attack: a producer names an object (another tenant's, say) as its own payload.
     secret = json.dumps({"note_id": "theirs", "text": "secret"}).encode()

@@ -359,7 +359,7 @@ def _guarded_claim(
         raise NotRecorded(
             f"no authorization of command {command.id} matching this {incoming.type} is "
             f"recorded for run {command.run_id} of tenant {command.tenant_id}",
-            field="detail.payload",
+            field="detail",
         )
     return claimed
 
