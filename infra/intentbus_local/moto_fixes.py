@@ -27,6 +27,15 @@ Replays. moto's ``Replay.replay_events`` sends every archived event, whatever it
 of the bus, whatever ``Destination.FilterArns`` names. On AWS a replay sends the events whose time is
 in [EventStartTime, EventEndTime) to the rules FilterArns names (all of the bus's rules without it),
 each marked with ``replay-name``: the fix replays that way.
+
+Message sizes. moto's PutEvents accepts entries of any size. On AWS the entries of one request may have
+256 KB together, counted as "Calculating PutEvents event entry size" says (Time 14 bytes; Source,
+DetailType, Detail and each of Resources in UTF-8); a larger request is refused whole with a
+``ValidationException`` "Total size of the entries in the request is over the limit." (an entry over
+256 KB makes its request over it). moto's SQS compares a body's *characters* with the queue's
+MaximumMessageSize and leaves message attributes out; AWS counts the bytes of the body and of each
+attribute's name, type and value (1 MiB at most since August 2025): the fix counts as AWS does. A batch
+whose bodies pass 1 MiB together is refused as moto already does.
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ def apply() -> None:
     _fix_archive_from_cloudformation()
     _fix_disabled_rules()
     _fix_replay()
+    _fix_put_events_size()
+    _fix_sqs_message_size()
 
 
 def moto_original(name: str) -> Callable[..., Any]:
@@ -178,3 +189,74 @@ def _fix_replay() -> None:
         return
     _MOTO["Replay.replay_events"] = vars(Replay)["replay_events"]
     Replay.replay_events = _replay_events  # type: ignore[method-assign,assignment]
+
+
+# ---------------------------------------------------------------------------------- message sizes
+
+PUT_EVENTS_TOO_LARGE = "Total size of the entries in the request is over the limit."
+
+
+def _put_events_size(events: list[dict[str, Any]]) -> int:
+    from intentbus.limits import entry_size
+
+    return sum(entry_size(event) for event in events)
+
+
+def _fix_put_events_size() -> None:
+    from moto.events.exceptions import ValidationException
+    from moto.events.models import EventsBackend
+
+    if "EventsBackend.put_events" in _MOTO:
+        return
+    put_events = vars(EventsBackend)["put_events"]
+    _MOTO["EventsBackend.put_events"] = put_events
+
+    def put_events_within_limit(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        from intentbus.limits import PUT_EVENTS_LIMIT_BYTES
+
+        if _put_events_size(events) > PUT_EVENTS_LIMIT_BYTES:
+            raise ValidationException(PUT_EVENTS_TOO_LARGE)
+        result: list[dict[str, Any]] = put_events(self, events)
+        return result
+
+    EventsBackend.put_events = put_events_within_limit  # type: ignore[method-assign]
+
+
+def sqs_message_size(body: str, attributes: Mapping[str, Any] | None) -> int:
+    """An SQS message's size as AWS counts it: the body's bytes, and each attribute's name, data type
+    and value."""
+    size = len(body.encode("utf-8", "surrogatepass"))
+    for name, attribute in (attributes or {}).items():
+        size += len(name.encode()) + len(str(attribute.get("data_type", attribute.get("DataType", ""))))
+        for key in ("string_value", "StringValue", "binary_value", "BinaryValue"):
+            value = attribute.get(key)
+            if value is not None:
+                size += len(value) if isinstance(value, bytes) else len(str(value).encode())
+    return size
+
+
+def _fix_sqs_message_size() -> None:
+    from moto.sqs.exceptions import InvalidParameterValue
+    from moto.sqs.models import SQSBackend
+
+    if "SQSBackend.send_message" in _MOTO:
+        return
+    send_message = vars(SQSBackend)["send_message"]
+    _MOTO["SQSBackend.send_message"] = send_message
+
+    def send_message_within_limit(
+        self: Any,
+        queue_name: str,
+        message_body: str,
+        message_attributes: dict[str, Any] | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        limit = int(self.get_queue(queue_name).maximum_message_size)
+        if sqs_message_size(message_body, message_attributes) > limit:
+            raise InvalidParameterValue(
+                f"One or more parameters are invalid. Reason: Message must be shorter than {limit} bytes."
+            )
+        return send_message(self, queue_name, message_body, message_attributes, *args, **kwargs)
+
+    SQSBackend.send_message = send_message_within_limit  # type: ignore[method-assign]

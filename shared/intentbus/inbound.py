@@ -185,7 +185,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         envelope = Envelope.model_validate(fields)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope) from None
-    _check_payload_size(envelope.payload)
+    _check_payload_size(envelope.payload)  # before the model reads it: no work on what cannot travel
     try:
         payload = spec.model.model_validate(envelope.payload)
     except ValidationError as error:
@@ -193,6 +193,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
             raise missing_data(spec) from None
         raise MalformedInput.from_validation(error, spec.model, prefix="payload.") from None
     update: dict[str, Any] = {"payload": payload.model_dump(mode="json")}
+    _check_payload_size(update["payload"])  # as it travels, with the model's defaults filled in
     if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:
         update["idempotency_key"] = idempotency_key(envelope.run_id, envelope.step_index, update["payload"])
     return envelope.model_copy(update=update), payload

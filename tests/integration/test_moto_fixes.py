@@ -131,3 +131,61 @@ def test_moto_replays_everything_to_every_rule(aws: dict[str, Any]) -> None:
     assert (depth(aws, "first"), depth(aws, "second")) == (5, 4), "fixed: one event, to the first rule only"
     received = aws["sqs"].receive_message(QueueUrl=aws["queues"]["first"], MaxNumberOfMessages=10)["Messages"]
     assert [json.loads(m["Body"]).get("replay-name") for m in received].count("fixed") == 1
+
+
+def entry(detail_bytes: int, **extra: Any) -> dict[str, Any]:
+    """An entry whose size, as AWS counts it, is 14 + 18 + 1 + ``detail_bytes``."""
+    text = "x" * (detail_bytes - len('{"p":""}'))
+    return {
+        "EventBusName": BUS,
+        "Source": "intentbus.pipeline",
+        "DetailType": "X",
+        "Detail": json.dumps({"p": text}, separators=(",", ":")),
+        "Time": datetime(2026, 1, 1, tzinfo=UTC),
+        **extra,
+    }
+
+
+def test_moto_accepts_put_events_over_256_kb(aws: dict[str, Any]) -> None:
+    from botocore.exceptions import ClientError
+    from moto.events.models import EventsBackend
+
+    limit = 256 * 1024
+    overhead = 14 + len("intentbus.pipeline") + len("X")
+    over = entry(limit - overhead + 1)
+    original = moto_fixes.moto_original("EventsBackend.put_events")
+    results = original(backend(), [{k: v for k, v in over.items() if k != "Time"}])
+    assert "ErrorCode" not in results[0], MOTO_BUG
+    assert EventsBackend.put_events is not original
+
+    # Fixed, as AWS answers: an entry at the limit is accepted; one byte over refuses the request whole.
+    assert aws["events"].put_events(Entries=[entry(limit - overhead)])["FailedEntryCount"] == 0
+    with pytest.raises(ClientError) as refused:
+        aws["events"].put_events(Entries=[entry(limit - overhead + 1)])
+    assert refused.value.response["Error"]["Code"] == "ValidationException"
+    assert refused.value.response["Error"]["Message"] == moto_fixes.PUT_EVENTS_TOO_LARGE
+    with pytest.raises(ClientError):  # two entries under the limit each, over it together
+        aws["events"].put_events(Entries=[entry(limit // 2), entry(limit // 2)])
+
+
+def test_moto_counts_an_sqs_message_in_characters_without_its_attributes(aws: dict[str, Any]) -> None:
+    from botocore.exceptions import ClientError
+    from moto.sqs.models import sqs_backends
+
+    limit = 1024 * 1024
+    url = aws["queues"]["first"]
+    over_in_bytes = "é" * (limit // 2 + 1)  # 524,289 characters, 1,048,578 bytes
+    original = moto_fixes.moto_original("SQSBackend.send_message")
+    original(sqs_backends[ACCOUNT][REGION], "first", over_in_bytes)
+    assert depth(aws, "first") == 1, MOTO_BUG
+
+    # Fixed, as AWS counts: the body's bytes plus each attribute's name, type and value.
+    assert aws["sqs"].send_message(QueueUrl=url, MessageBody="x" * limit)["MessageId"]
+    with pytest.raises(ClientError, match="Message must be shorter than 1048576 bytes"):
+        aws["sqs"].send_message(QueueUrl=url, MessageBody=over_in_bytes)
+    with pytest.raises(ClientError, match="Message must be shorter"):
+        aws["sqs"].send_message(
+            QueueUrl=url,
+            MessageBody="x" * (limit - 10),
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": "long enough"}},
+        )

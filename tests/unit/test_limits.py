@@ -51,6 +51,8 @@ from tests import large_workflow
 
 TENANT = "acme"
 KB = 1024
+NOTE_DEFAULTS = {"note_id": "n-1", "text": "", "echo": False, "loud": False, "pad_rationale": 0}
+"""A NoteFiled's payload as it travels (its model's defaults filled in), with an empty text."""
 
 
 def note(note_id: str = "n-1", text: str = "hello", **extra: Any) -> dict[str, Any]:
@@ -120,7 +122,7 @@ def test_a_payload_over_the_hard_maximum_is_quarantined_at_validate_with_its_siz
 
 
 def test_the_payload_bound_counts_utf8_bytes_at_the_boundary() -> None:
-    fits = (MAX_PAYLOAD_BYTES - json_bytes({"note_id": "n-1", "text": ""})) // 2
+    fits = (MAX_PAYLOAD_BYTES - json_bytes(NOTE_DEFAULTS)) // 2
     for chars, quarantined in ((fits, False), (fits + 1, True)):
         pipeline = InMemoryPipeline([large_workflow.workflow])
         pipeline.emit(note(text="é" * chars))
@@ -373,7 +375,7 @@ def test_a_payload_over_the_threshold_completes_by_claim_check_with_every_entry_
 def test_a_maximal_input_stays_under_the_limit_at_every_hop() -> None:
     """The largest message: every bounded field at its bound, the largest payload, the loudest agent."""
     pipeline = InMemoryPipeline([large_workflow.workflow])
-    filler = MAX_PAYLOAD_BYTES - json_bytes({"note_id": "n-1", "text": "", "echo": False, "loud": True})
+    filler = MAX_PAYLOAD_BYTES - json_bytes({**NOTE_DEFAULTS, "loud": True})
     pipeline.emit(
         note(
             text="t" * filler,

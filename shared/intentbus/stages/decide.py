@@ -24,7 +24,7 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.ids import derive_id, idempotency_key, input_identity
+from intentbus.ids import derive_id, digest, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.limits import (
     MAX_DECISION_BYTES,
@@ -335,7 +335,7 @@ class DecideStage(Stage):
             summary={
                 "decision_id": decision_id,
                 "event_id": turn.event.id,
-                "decision": decision.model_dump(mode="json"),
+                "decision": _summarized(decision),
             },
         )
         return commit_then_publish(self.deps, self.store, turn.commit(entry, state), turn.accepted)
@@ -424,6 +424,20 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             tokens=decision.tokens,
         )
     return decision
+
+
+SUMMARY_PAYLOAD_BYTES = 4 * 1024
+"""A proposed payload larger than this is summarized in the decide entry by its size and sha256: the
+entry's outputs hold it whole, and one DynamoDB item holds both (400 KB at most)."""
+
+
+def _summarized(decision: Decision) -> dict[str, Any]:
+    summary = decision.model_dump(mode="json")
+    for command in summary["commands"]:
+        size = json_bytes(command["payload"])
+        if size > SUMMARY_PAYLOAD_BYTES:
+            command["payload"] = {"bytes": size, "sha256": digest(command["payload"]), "in": "outputs"}
+    return summary
 
 
 def _oversized(decision: Decision) -> list[MalformedInput]:
