@@ -39,7 +39,8 @@ TRANSACT_ACTIONS = {
 def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
     warnings.filterwarnings("ignore", module="moto")
     logging.getLogger("moto").setLevel(logging.ERROR)
-    with LocalCloud(mode="inprocess") as cloud:
+    # The lowest claim-check threshold: most facts travel by claim check, so the S3 calls are checked too.
+    with LocalCloud(mode="inprocess", parameters={"ClaimCheckThresholdBytes": "1024"}) as cloud:
         seed.seed_service(cloud.clients)
         seed.seed_metrics(cloud.clients)
         event = seed.latency_event()
@@ -93,6 +94,8 @@ def exercised() -> Iterator[tuple[LocalCloud, CallLog]]:
                 )
                 assert cloud.invoke("ApprovalsFunction", listing).response["statusCode"] == 200
         assert seed.desired_count(cloud.clients) == 4
+        assert any(call.service == "s3" and call.operation == "PutObject" for call in log.calls)
+        assert any(call.service == "s3" and call.operation == "GetObject" for call in log.calls)
         yield cloud, log
 
 
