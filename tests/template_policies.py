@@ -78,6 +78,7 @@ class TemplatePolicies:
             "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{name}",
             "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{name}",
             "AWS::Cognito::UserPool": f"arn:{PARTITION}:cognito-idp:{REGION}:{ACCOUNT}:userpool/{name}",
+            "AWS::S3::Bucket": f"arn:{PARTITION}:s3:::{name}",
         }
         return arns.get(kind, f"arn:{PARTITION}:{kind}:{REGION}:{ACCOUNT}:{name}")
 

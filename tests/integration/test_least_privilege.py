@@ -210,3 +210,27 @@ def test_only_the_stages_send_and_only_to_the_quarantine(
     assert sends == {
         role: ({"QuarantineQueue"} if role[: -len("Role")] in STAGE_FUNCTIONS else set()) for role in sends
     }
+
+
+# ---------------------------------------------------------------------- the claim-check bucket
+
+CLAIM_WRITERS = {"ApprovalsFunction", "ExpireApprovalsFunction", "SweepDeadLettersFunction"}
+"""Functions that publish facts but never read one from the bus: they may write a payload, not read one."""
+
+
+def test_only_the_stages_read_claim_checked_payloads_and_only_publishers_write_them(
+    template: TemplatePolicies,
+) -> None:
+    objects = f"{template.arn('ClaimCheckBucket')}/acme/0123abcd"
+    elsewhere = "arn:aws:s3:::another-bucket/acme/0123abcd"
+    for role in template.roles():
+        function = role.removesuffix("Role")
+        may_read = function in STAGE_FUNCTIONS
+        may_write = may_read or function in CLAIM_WRITERS
+        assert allowed(template, role, "s3:GetObject", objects) is may_read, role
+        assert allowed(template, role, "s3:PutObject", objects) is may_write, role
+        assert allowed(template, role, "s3:ListBucket", template.arn("ClaimCheckBucket")) is may_read, role
+        for action in ("s3:DeleteObject", "s3:PutBucketPolicy", "s3:PutObjectAcl"):
+            assert not allowed(template, role, action, objects), (role, action)
+        assert not allowed(template, role, "s3:GetObject", elsewhere), role
+        assert not allowed(template, role, "s3:PutObject", elsewhere), role
