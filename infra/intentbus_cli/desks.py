@@ -24,6 +24,7 @@ class Target:
     workflows: str
     environment: str
     endpoint_url: str | None = None
+    claim_bucket: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Target:
@@ -33,6 +34,7 @@ class Target:
             workflows=args.workflows,
             environment=args.environment,
             endpoint_url=args.endpoint_url,
+            claim_bucket=args.claim_bucket,
         )
 
 
@@ -51,6 +53,12 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, tenant_help: str) -
 
     parser.add_argument("--workflows", help=WORKFLOWS_HELP)
     parser.add_argument("--environment", default=os.environ.get("INTENTBUS_ENVIRONMENT", "dev"))
+    parser.add_argument(
+        "--claim-bucket",
+        default=os.environ.get("INTENTBUS_CLAIM_BUCKET"),
+        help="where a fact too large for its entry keeps its payload (default: $INTENTBUS_CLAIM_BUCKET; "
+        "the stack's ClaimCheckBucketName)",
+    )
     parser.add_argument("--endpoint-url", help="another endpoint, e.g. a moto server")
     parser.add_argument("--tenant", required=True, help=tenant_help)
 
@@ -61,8 +69,11 @@ def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClien
     from intentbus.adapters.clock import SystemClock
     from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
     from intentbus.adapters.eventbridge_bus import EventBridgeBus
+    from intentbus.adapters.s3_claims import S3Claims
     from intentbus.catalog import Catalog
+    from intentbus.claims import ClaimCheckingBus
     from intentbus.errors import ConfigurationError
+    from intentbus.limits import claim_check_threshold
     from intentbus.stages.common import StageDeps
 
     if not target.table or not target.bus:
@@ -70,12 +81,19 @@ def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClien
             "pass --table and --bus (or set WORKFLOW_TABLE and EVENT_BUS_NAME): see the stack outputs"
         )
     clients = AwsClients(endpoint_url=target.endpoint_url)
+    # Without a bucket a fact too large for its entry is refused with the reason, never half-published.
+    claims = None if not target.claim_bucket else S3Claims(target.claim_bucket, lambda: clients.client("s3"))
     deps = StageDeps(
         catalog=Catalog.from_modules(target.workflows),
-        bus=EventBridgeBus(target.bus, clients.client("events")),
+        bus=ClaimCheckingBus(
+            EventBridgeBus(target.bus, clients.client("events")),
+            claims,
+            claim_check_threshold(dict(os.environ)),
+        ),
         quarantine=_NoQuarantine(),
         clock=SystemClock(),
         environment=target.environment,
+        claims=claims,
     )
     return deps, DynamoWorkflowStore(target.table, clients.client("dynamodb")), clients
 

@@ -39,7 +39,7 @@ class Runtime:
         claims = (
             None
             if settings.intentbus_claim_bucket is None
-            else S3Claims(settings.intentbus_claim_bucket, clients)
+            else S3Claims(settings.intentbus_claim_bucket, lambda: clients.client("s3"))
         )
         self.deps = StageDeps(
             catalog=catalog,

@@ -11,6 +11,8 @@ def target_args(cloud: LocalCloud) -> list[str]:
         cloud.topology.tables["WorkflowTable"],
         "--bus",
         cloud.topology.bus_name,
+        "--claim-bucket",
+        cloud.topology.functions["ValidateFunction"].environment["INTENTBUS_CLAIM_BUCKET"],
         "--endpoint-url",
         str(cloud.endpoint_url),
     ]

@@ -214,8 +214,9 @@ def test_only_the_stages_send_and_only_to_the_quarantine(
 
 # ---------------------------------------------------------------------- the claim-check bucket
 
-CLAIM_WRITERS = {"ApprovalsFunction", "ExpireApprovalsFunction", "SweepDeadLettersFunction"}
-"""Functions that publish facts but never read one from the bus: they may write a payload, not read one."""
+CLAIM_WRITERS = {"ApprovalsFunction", "ExpireApprovalsFunction", "SweepDeadLettersFunction", "Operator"}
+"""What publishes facts but never reads one from the bus (the CLI's desks as OperatorRole too): they may
+write a payload, not read one."""
 
 
 def test_only_the_stages_read_claim_checked_payloads_and_only_publishers_write_them(

@@ -8,32 +8,27 @@ reason, and a real AccessDenied is an error SQS retries.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import ClientError
-
-
-class _Clients(Protocol):
-    def client(self, service_name: str) -> Any: ...
-
 
 _MISSING = frozenset({"NoSuchKey", "404", "NotFound"})
 
 
 class S3Claims:
-    def __init__(self, bucket: str, clients: _Clients) -> None:
+    def __init__(self, bucket: str, s3: Callable[[], Any]) -> None:
+        """``s3`` gives the S3 client (e.g. ``lambda: clients.client("s3")``), asked on first use."""
         self.bucket = bucket
-        self._clients = clients
+        self._s3 = s3
 
     def put(self, key: str, body: bytes) -> None:
         # The bucket's default encryption applies (SSE-S3 or the template's key); the policy requires TLS.
-        self._clients.client("s3").put_object(
-            Bucket=self.bucket, Key=key, Body=body, ContentType="application/json"
-        )
+        self._s3().put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="application/json")
 
     def get(self, key: str) -> bytes | None:
         try:
-            response = self._clients.client("s3").get_object(Bucket=self.bucket, Key=key)
+            response = self._s3().get_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") in _MISSING:
                 return None

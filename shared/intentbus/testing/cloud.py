@@ -158,7 +158,10 @@ class CloudPipeline:
     def desk(self) -> ApprovalDesk:
         """The approvals desk over the stack's table and bus, on the virtual clock."""
         from intentbus.adapters.eventbridge_bus import EventBridgeBus
+        from intentbus.adapters.s3_claims import S3Claims
         from intentbus.catalog import Catalog
+        from intentbus.claims import ClaimCheckingBus
+        from intentbus.limits import claim_check_threshold
         from intentbus.principals import parse_roles
         from intentbus.producers import ProducerBindings
         from intentbus.stages.common import StageDeps
@@ -167,15 +170,22 @@ class CloudPipeline:
         stage_environment = functions[STAGE_FUNCTION].environment
         approvals = functions.get(APPROVALS_FUNCTION)
         roles = parse_roles(approvals.environment.get("INTENTBUS_PIPELINE_ROLES", "") if approvals else "")
+        bucket = stage_environment.get("INTENTBUS_CLAIM_BUCKET")
+        claims = S3Claims(bucket, lambda: self.cloud.clients("s3")) if bucket else None
         deps = StageDeps(
             catalog=Catalog.from_modules(stage_environment["INTENTBUS_WORKFLOWS"]),
-            bus=EventBridgeBus(self.cloud.topology.bus_name, self.cloud.clients.events()),
+            bus=ClaimCheckingBus(
+                EventBridgeBus(self.cloud.topology.bus_name, self.cloud.clients.events()),
+                claims,
+                claim_check_threshold(dict(stage_environment)),
+            ),
             quarantine=_NoQuarantine(),
             clock=_VirtualNow(self.cloud.clock),
             environment=stage_environment.get("INTENTBUS_ENVIRONMENT", "dev"),
             producers=ProducerBindings.none(),
             id_salt=stage_environment.get("INTENTBUS_ID_SALT", ""),
             pipeline_roles=roles,
+            claims=claims,
         )
         return ApprovalDesk(deps, self.store, frozenset(roles.values()))
 
