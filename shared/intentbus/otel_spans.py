@@ -129,8 +129,9 @@ class OtelBackend:
         if len(envelopes) > 1:
             attributes["messaging.batch.message_count"] = len(envelopes)
         parent: Context | None = None  # the record's span, when a stage publishes
-        if not trace.get_current_span().get_span_context().is_valid and envelopes:
-            parent = _carried(envelopes[0].traceparent, envelopes[0].tracestate)  # the approvals API
+        outside_a_record = not trace.get_current_span().get_span_context().is_valid
+        if outside_a_record and envelopes:  # the approvals API, the sweeps: the facts' own trace
+            parent = _carried(envelopes[0].traceparent, envelopes[0].tracestate)
         with self._tracer.start_as_current_span(
             f"send {bus_name}", context=parent, kind=SpanKind.PRODUCER, attributes=attributes
         ):
@@ -145,6 +146,8 @@ class OtelBackend:
                 return stamped, str(context.xray_header())
 
             yield stamp
+        if outside_a_record:  # no stage handler flushes at the end of such an invocation
+            self.flush()
 
     def flush(self) -> None:
         self._provider.force_flush(FLUSH_TIMEOUT_MS)
