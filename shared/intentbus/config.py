@@ -43,13 +43,20 @@ class Settings(BaseModel):
     bedrock_temperature: float = Field(default=0.0, ge=0.0, le=1.0)
     bedrock_tool_choice: Literal["auto", "any"] = "auto"
     """``any`` makes the model call a tool (Claude, Nova, Mistral Large); ``auto`` works with every model."""
+    tracing_backend: Literal["xray", "otel", "off"] = "xray"
+    """Who makes the per-record spans (template parameter ``TracingBackend``, see intentbus.spans): the
+    X-Ray SDK through Powertools, the OpenTelemetry SDK (imported only then), or nobody."""
 
     @model_validator(mode="before")
     @classmethod
     def _unset_empty_bedrock(cls, values: Any) -> Any:
         """The template passes an empty string for a Bedrock parameter left at its default: unset."""
         if isinstance(values, dict):
-            return {k: v for k, v in values.items() if not (k.startswith("bedrock_") and v == "")}
+            return {
+                k: v
+                for k, v in values.items()
+                if not ((k.startswith("bedrock_") or k == "tracing_backend") and v == "")
+            }
         return values
 
     def bedrock(self) -> BedrockSettings | None:
