@@ -79,7 +79,10 @@ def read_build(directory: Path, parameters: Mapping[str, str] | None = None) -> 
             raise BuildError(f"{logical_id}: CodeUri {code_uri!r} is not a built directory")
         # SAM appends a resource's lists to Globals' lists.
         architectures = [*globals_.get("Architectures", []), *props.get("Architectures", [])]
-        layer_refs = [*globals_.get("Layers", []), *props.get("Layers", [])]
+        listed = [*globals_.get("Layers", []), *props.get("Layers", [])]
+        layer_refs = [
+            ref for ref in (_deployed(item, template, values) for item in listed) if ref is not None
+        ]
         own = [r["Ref"] for r in layer_refs if isinstance(r, dict) and r.get("Ref") in layers]
         functions[logical_id] = Function(
             logical_id=logical_id,
@@ -120,6 +123,42 @@ def _resolve(value: Any, parameters: Mapping[str, str]) -> Any:
             raise BuildError(f"!Ref {name}: no such parameter with a value (pass it as NAME=VALUE)")
         return parameters[name]
     return value
+
+
+NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def _deployed(item: Any, template: Mapping[str, Any], parameters: Mapping[str, str]) -> Any:
+    """A list item as CloudFormation deploys it: an ``Fn::If`` decided by its condition, ``None`` for
+    ``AWS::NoValue`` (e.g. the optional collector layer, ``OtelCollectorLayerArn``)."""
+    if isinstance(item, dict) and set(item) == {"Fn::If"}:
+        condition, when_true, when_false = item["Fn::If"]
+        item = when_true if _condition(condition, template, parameters) else when_false
+    return None if item == NO_VALUE else item
+
+
+def _condition(name: str, template: Mapping[str, Any], parameters: Mapping[str, str]) -> bool:
+    conditions: Mapping[str, Any] = template.get("Conditions", {})
+    if name not in conditions:
+        raise BuildError(f"no condition {name!r} in the template")
+    return _holds(conditions[name], template, parameters)
+
+
+def _holds(expression: Any, template: Mapping[str, Any], parameters: Mapping[str, str]) -> bool:
+    if isinstance(expression, dict) and len(expression) == 1:
+        ((function, arguments),) = expression.items()
+        if function == "Fn::Equals":
+            left, right = (_resolve(argument, parameters) for argument in arguments)
+            return str(left) == str(right)
+        if function == "Fn::Not":
+            return not _holds(arguments[0], template, parameters)
+        if function == "Fn::And":
+            return all(_holds(argument, template, parameters) for argument in arguments)
+        if function == "Fn::Or":
+            return any(_holds(argument, template, parameters) for argument in arguments)
+        if function == "Condition":
+            return _condition(arguments, template, parameters)
+    raise BuildError(f"cannot decide the condition {expression!r}")
 
 
 def _optional_list(value: Any, parameters: Mapping[str, str]) -> tuple[str, ...] | None:

@@ -23,6 +23,12 @@ generated name cut to 48 characters.
 Disabled rules. moto delivers every event to every rule whose pattern matches, ``DISABLED`` or not
 (``Rule.send_to_targets`` never reads ``state``). On AWS a disabled rule delivers nothing: the fix.
 
+``AWS::NoValue`` in a list. CloudFormation drops a list item that resolves to ``AWS::NoValue``
+(``Layers: [!Ref IntentbusLayer, !If [UsingOtelCollectorLayer, !Ref OtelCollectorLayerArn, !Ref
+AWS::NoValue]]``); moto's ``clean_json`` drops such a value from a mapping but keeps it in a list as
+``None``, and UpdateStack then fails on the function's layers (``'NoneType' object has no attribute
+'replace'``). The fix drops the ``None`` items of a list it resolved.
+
 Replays. moto's ``Replay.replay_events`` sends every archived event, whatever its time, to every rule
 of the bus, whatever ``Destination.FilterArns`` names. On AWS a replay sends the events whose time is
 in [EventStartTime, EventEndTime) to the rules FilterArns names (all of the bus's rules without it),
@@ -57,6 +63,7 @@ def apply() -> None:
     """Idempotent. The layer fix steps aside once moto's LayerVersion has a physical id of its own; the
     others stay until their pinned tests say moto fixed its bug."""
     _fix_layer_ref()
+    _fix_no_value_in_lists()
     _fix_archive_from_cloudformation()
     _fix_disabled_rules()
     _fix_replay()
@@ -89,6 +96,25 @@ def layer_ref_fixed_here() -> bool:
 
     found = vars(LayerVersion).get("physical_resource_id")
     return isinstance(found, property) and found.fget is _layer_version_arn
+
+
+# ---------------------------------------------------------------------------------- AWS::NoValue
+
+
+def _fix_no_value_in_lists() -> None:
+    from moto.cloudformation import parsing
+
+    if "parsing.clean_json" in _MOTO:
+        return
+    original = _MOTO["parsing.clean_json"] = parsing.clean_json
+
+    def clean_json(resource_json: Any, resources_map: Any) -> Any:
+        cleaned = original(resource_json, resources_map)  # recurses through this one: module global
+        if isinstance(resource_json, list) and isinstance(cleaned, list):
+            return [item for item in cleaned if item is not None]
+        return cleaned
+
+    parsing.clean_json = clean_json
 
 
 # ---------------------------------------------------------------------------------- archives

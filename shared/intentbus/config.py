@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from intentbus.errors import ConfigurationError
 from intentbus.limits import DEFAULT_CLAIM_CHECK_BYTES, MAX_CLAIM_CHECK_BYTES, MIN_CLAIM_CHECK_BYTES
 
+_UNSET_WHEN_EMPTY = frozenset({"intentbus_claim_bucket", "tracing_backend"})
+"""Settings the template passes as an empty string when left at their default."""
+
 
 class Settings(BaseModel):
     """Each field is one environment variable (upper-cased name); template.yaml sets them all."""
@@ -50,6 +53,9 @@ class Settings(BaseModel):
     bedrock_temperature: float = Field(default=0.0, ge=0.0, le=1.0)
     bedrock_tool_choice: Literal["auto", "any"] = "auto"
     """``any`` makes the model call a tool (Claude, Nova, Mistral Large); ``auto`` works with every model."""
+    tracing_backend: Literal["xray", "otel", "off"] = "xray"
+    """Who makes the per-record spans (template parameter ``TracingBackend``, see intentbus.spans): the
+    X-Ray SDK through Powertools, the OpenTelemetry SDK (imported only then), or nobody."""
 
     @model_validator(mode="before")
     @classmethod
@@ -59,7 +65,7 @@ class Settings(BaseModel):
             return {
                 k: v
                 for k, v in values.items()
-                if not ((k.startswith("bedrock_") or k == "intentbus_claim_bucket") and v == "")
+                if not ((k.startswith("bedrock_") or k in _UNSET_WHEN_EMPTY) and v == "")
             }
         return values
 

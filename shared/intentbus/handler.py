@@ -14,9 +14,11 @@ INTENTBUS_MAX_RECEIVE_COUNT``) pauses its run for human review with the error in
 the DLQ, and the message is done (the pause holds it for the desk's retry). validate's input is not yet a
 run: it goes to its DLQ as before.
 
-Telemetry per record (see intentbus.telemetry): one X-Ray subsegment ``## <stage> record``
-annotated with stage, outcome, tenant, run, event type and trace id (its ids and version as
-metadata); every log line written while the record is processed carries its trace, run, event,
+Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per record by the backend
+``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
+span ``process <stage>``) with stage, outcome, tenant, run, event type and trace id, and what the stage
+noted (intentbus.span_notes: the model's tokens and latency at decide, the tool and attempt at
+execute); every log line written while the record is processed carries its trace, run, event,
 tenant and stage ids; EMF metrics with a ``stage`` dimension count it (processed, per outcome,
 failed) and time it. Payloads are logged only at DEBUG, redacted by the type registry; a reason
 never holds a model's output (a refused answer's is kept in the quarantine record's ``raw_output``,
@@ -39,7 +41,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from intentbus import telemetry
+from intentbus import span_notes, spans, telemetry
 from intentbus.errors import IntentbusError, MalformedInput
 from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.registry import WITHHELD, TypeRegistry
@@ -104,9 +106,15 @@ class SqsStageHandler:
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         self.core.bind(context)
         self._metrics.add_dimension(name="stage", value=self.stage)
-        return process_partial_response(
-            event=event, record_handler=self._handle_record, processor=self._processor, context=context
-        )
+        try:
+            return process_partial_response(
+                event=event, record_handler=self._handle_record, processor=self._processor, context=context
+            )
+        finally:
+            try:
+                spans.active().flush()
+            except Exception:  # telemetry never fails a batch
+                self._logger.exception("could not flush the spans")
 
     def _handle_record(self, record: SQSRecord) -> str:
         raw = record.raw_event
@@ -118,7 +126,8 @@ class SqsStageHandler:
         started = time.perf_counter()
         with (
             self._logger.append_context_keys(**keys),
-            telemetry.record_span(self._tracer, f"## {self.stage} record") as span,
+            spans.active().record(self.stage, raw, self._tracer) as span,
+            span_notes.collecting() as notes,
         ):
             attributes = raw.get("attributes")
             if isinstance(attributes, dict):
@@ -127,7 +136,7 @@ class SqsStageHandler:
                 message_id = keys["message_id"]
                 result = self._process(raw, message_id if isinstance(message_id, str) else None)
             except Exception:
-                span.annotate({**keys, "outcome": telemetry.FAILED})
+                span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
                 self._logger.exception("record failed; SQS will retry it")
                 telemetry.add_counts(self._metrics, (telemetry.FAILED,))
                 telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
@@ -135,7 +144,8 @@ class SqsStageHandler:
             ids = keys | {"outcome": result.outcome.value}
             if result.envelope is not None:
                 ids |= telemetry.envelope_ids(result.envelope)
-            span.annotate(ids)
+            step = None if result.envelope is None else result.envelope.step_index
+            span.annotate({**ids, **notes, "step_index": step})
             span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
             self._logger.info(
                 "record processed",

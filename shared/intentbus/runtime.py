@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from intentbus import spans
 from intentbus.adapters.clients import AwsClients
 from intentbus.adapters.clock import SystemClock
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
@@ -61,7 +62,9 @@ class Runtime:
 
     @classmethod
     def from_env(cls) -> Runtime:
-        return cls(Settings.from_env(os.environ), AwsClients())
+        settings = Settings.from_env(os.environ)
+        spans.configure(settings.tracing_backend)
+        return cls(settings, AwsClients())
 
 
 def validate_stage(runtime: Runtime) -> ValidateStage:

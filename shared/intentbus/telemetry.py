@@ -134,15 +134,19 @@ class RecordSpan:
         self._subsegment = subsegment
 
     def annotate(self, values: Mapping[str, Any]) -> None:
-        """Indexed, searchable: only the ``ANNOTATIONS`` keys, and only str / int / float / bool."""
+        """Indexed, searchable: the ``ANNOTATIONS`` keys and a stage's notes (``gen_ai.usage.input_tokens``
+        as ``gen_ai_usage_input_tokens``: X-Ray keys are letters, digits and underscores), and only
+        str / int / float / bool."""
         if self._subsegment is None:
             return
-        for key in ANNOTATIONS:
+        keys = [(key, key) for key in ANNOTATIONS]
+        keys += [(key, key.replace(".", "_")) for key in values if "." in key]
+        for key, annotation in keys:
             value = values.get(key)
             if isinstance(value, str | bool):
-                self._subsegment.put_annotation(key=key, value=value)
+                self._subsegment.put_annotation(key=annotation, value=value)
             elif isinstance(value, int | float):
-                self._subsegment.put_annotation(key=key, value=cast("numbers.Number", value))
+                self._subsegment.put_annotation(key=annotation, value=cast("numbers.Number", value))
 
     def metadata(self, key: str, value: Any) -> None:
         if self._subsegment is not None and value is not None:
@@ -155,7 +159,7 @@ def record_span(tracer: Tracer, name: str) -> Iterator[RecordSpan]:
         yield RecordSpan(subsegment)
 
 
-ANNOTATIONS = ("stage", "outcome", "tenant_id", "run_id", "event_type", "trace_id")
+ANNOTATIONS = ("stage", "outcome", "tenant_id", "run_id", "event_type", "trace_id", "step_index")
 """What every per-record subsegment is annotated with (X-Ray indexes annotations for filtering)."""
 
 # ----------------------------------------------------------------------------------------- record ids
@@ -222,6 +226,7 @@ def record_metadata(result: StageResult, message_id: str | None) -> dict[str, An
             "correlation_id": envelope.correlation_id,
             "idempotency_key": envelope.idempotency_key,
             "kind": envelope.kind.value,
+            "traceparent": envelope.traceparent,
             "step_index": envelope.step_index,
             "depth": envelope.depth,
             "version": envelope.version,

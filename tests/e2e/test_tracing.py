@@ -1,7 +1,13 @@
-"""One X-Ray trace per workflow over the real topology: a PutEvents entry's TraceHeader becomes the SQS
-message's AWSTraceHeader, Lambda's trace context of the next stage, and so on through all five stages.
-The segments are captured in memory (intentbus_local.tracing); the logs and EMF metrics are read from
-each function's log, as from CloudWatch Logs."""
+"""One trace per workflow over the real topology, for each tracing backend (``TracingBackend``).
+
+X-Ray (the default): a PutEvents entry's TraceHeader becomes the SQS message's AWSTraceHeader, Lambda's
+trace context of the next stage, and so on through all five stages. The segments are captured in memory
+(intentbus_local.tracing); the logs and EMF metrics are read from each function's log, as from
+CloudWatch Logs.
+
+OpenTelemetry: the spans go to the SDK's in-memory exporter; a producer's ``traceparent`` makes the
+first hop its child, and each stage's CONSUMER span is the child of the PRODUCER span that published
+its input."""
 
 from __future__ import annotations
 
@@ -13,8 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
-from intentbus import telemetry
+from intentbus import spans, telemetry
+from intentbus.otel_spans import new_provider
+from intentbus.trace_context import TraceParent
 from intentbus_local import seed, tracing
 from intentbus_local.cloud import LocalCloud
 
@@ -140,6 +152,9 @@ def test_each_hop_is_a_child_of_the_record_that_published_its_input(joined: Trac
         assert record["metadata"][telemetry.NAMESPACE]["aws_trace_header"] == (
             f"Root={ROOT};Parent={publisher['id']};Sampled=1"
         ), "the SQS record carried its PutEvents entry's TraceHeader"
+        assert record_ids(record)["traceparent"] == f"00-{ROOT[2:].replace('-', '')}-{publisher['id']}-01", (
+            "and its envelope the same context as a W3C traceparent, for an OpenTelemetry subscriber"
+        )
 
 
 def test_the_aws_calls_are_traced_under_the_record_that_made_them(joined: Traced) -> None:
@@ -196,3 +211,120 @@ def test_every_record_log_line_carries_its_ids_and_the_metrics_count_every_recor
         assert sum(sum(document.get("processed", [])) for document in emf) == len(processed)
         assert sum(sum(document.get("applied", [])) for document in emf) == len(processed)
         assert sum(len(document.get("latency", [])) for document in emf) == len(processed)
+
+
+# ------------------------------------------------------------------------------------- OpenTelemetry
+
+PRODUCER = TraceParent(trace_id="5f3a1b2c0123456789abcdef01234567", span_id="00f067aa0ba902b7")
+
+
+def _span_exporter() -> InMemorySpanExporter:
+    """The process's one OpenTelemetry provider (the SDK lets a process set it once), in memory."""
+    provider = otel_trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        exporter = InMemorySpanExporter()
+        otel_trace.set_tracer_provider(new_provider(exporter, batched=False))
+        return exporter
+    processor = provider._active_span_processor._span_processors[0]
+    exporter = processor.span_exporter  # type: ignore[attr-defined]
+    assert isinstance(exporter, InMemorySpanExporter)
+    return exporter
+
+
+@dataclass
+class Spans:
+    spans: list[ReadableSpan]
+
+    def __post_init__(self) -> None:
+        self.by_id = {span.context.span_id: span for span in self.spans}
+
+    def records(self) -> list[ReadableSpan]:
+        found = [span for span in self.spans if span.kind is SpanKind.CONSUMER]
+        return sorted(found, key=lambda span: span.start_time or 0)
+
+    def parent(self, span: ReadableSpan) -> ReadableSpan | None:
+        return None if span.parent is None else self.by_id.get(span.parent.span_id)
+
+    def attribute(self, span: ReadableSpan, name: str) -> Any:
+        assert span.attributes is not None
+        return span.attributes.get(name)
+
+
+@pytest.fixture(scope="module")
+def otel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spans]:
+    exporter = _span_exporter()
+    exporter.clear()
+    chosen = spans.active()
+    try:
+        with LocalCloud(
+            mode="server",
+            logs_dir=tmp_path_factory.mktemp("otel") / "logs",
+            parameters={"TracingBackend": "otel"},
+        ) as cloud:
+            seed.seed_service(cloud.clients)
+            seed.seed_metrics(cloud.clients)
+            event = {**seed.latency_event(), "trace_id": TRACE_ID, "traceparent": str(PRODUCER)}
+            entry = {"Source": "monitoring.example", "DetailType": ENTRY_TYPE, "Detail": json.dumps(event)}
+            cloud.put_events([entry])
+            assert cloud.run_until_idle(max_invocations=100).idle
+            assert seed.desired_count(cloud.clients) == 4
+            yield Spans(list(exporter.get_finished_spans()))
+    finally:
+        spans.use(chosen)
+        exporter.clear()
+
+
+def test_otel_the_incident_workflow_is_one_trace_joined_to_the_producers(otel: Spans) -> None:
+    records = otel.records()
+    assert [otel.attribute(r, "intentbus.stage") for r in records] == STEP * 4 + ["validate", "decide"]
+    assert {format(span.context.trace_id, "032x") for span in otel.spans} == {PRODUCER.trace_id}
+    run_id = otel.attribute(records[0], "intentbus.run_id")
+    for record in records:
+        stage = otel.attribute(record, "intentbus.stage")
+        assert record.name == f"process {stage}"
+        assert otel.attribute(record, "messaging.system") == "aws_sqs"
+        assert otel.attribute(record, "messaging.operation.type") == "process"
+        assert otel.attribute(record, "messaging.destination.name")
+        assert otel.attribute(record, "intentbus.tenant_id") == "org_enterprise_alpha"
+        assert otel.attribute(record, "intentbus.run_id") == run_id
+        assert otel.attribute(record, "intentbus.trace_id") == TRACE_ID
+        assert otel.attribute(record, "intentbus.outcome") == "applied"
+        assert isinstance(otel.attribute(record, "intentbus.step_index"), int)
+        assert otel.attribute(record, "cloudevents.event_type")
+
+
+def test_otel_each_stage_is_a_child_of_the_publish_that_carried_its_input(otel: Spans) -> None:
+    """producer -> process validate -> send <bus> -> process decide -> send <bus> -> ... -> process record."""
+    for record in otel.records():
+        assert record.parent is not None
+        if otel.attribute(record, "cloudevents.event_type") == ENTRY_TYPE:
+            assert record.parent.span_id == int(PRODUCER.span_id, 16), "the producer's traceparent"
+            assert record.parent.is_remote
+            continue
+        publish = otel.parent(record)
+        assert publish is not None
+        assert publish.kind is SpanKind.PRODUCER
+        assert publish.name.startswith("send ")
+        assert otel.attribute(publish, "messaging.operation.type") == "send"
+        publisher = otel.parent(publish)
+        assert publisher is not None
+        assert publisher.kind is SpanKind.CONSUMER
+        published = otel.attribute(publisher, "intentbus.published")
+        assert otel.attribute(record, "cloudevents.event_type") in published
+
+
+def test_otel_decide_says_what_the_model_cost_and_execute_which_tool_on_which_attempt(otel: Spans) -> None:
+    decides = [r for r in otel.records() if otel.attribute(r, "intentbus.stage") == "decide"]
+    proposing = [d for d in decides if "CommandProposed" in otel.attribute(d, "intentbus.published")]
+    assert len(proposing) == 4, "the scripted agents' four proposals"
+    for decide in proposing:
+        assert otel.attribute(decide, "gen_ai.usage.input_tokens") == 0, "scripted agents use no model"
+        assert otel.attribute(decide, "gen_ai.usage.output_tokens") == 0
+        assert otel.attribute(decide, "intentbus.decide.latency_ms") >= 0
+        assert otel.attribute(decide, "intentbus.agent")
+    executes = [r for r in otel.records() if otel.attribute(r, "intentbus.stage") == "execute"]
+    assert executes
+    for execute in executes:
+        assert otel.attribute(execute, "intentbus.tool")
+        assert otel.attribute(execute, "intentbus.command_type")
+        assert otel.attribute(execute, "intentbus.attempt") == 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 import pytest
@@ -189,3 +189,21 @@ def test_moto_counts_an_sqs_message_in_characters_without_its_attributes(aws: di
             MessageBody="x" * (limit - 10),
             MessageAttributes={"reason": {"DataType": "String", "StringValue": "long enough"}},
         )
+
+
+def test_a_list_item_that_is_aws_novalue_is_dropped() -> None:
+    """As in ``Layers: [!Ref IntentbusLayer, !If [UsingOtelCollectorLayer, ARN, !Ref AWS::NoValue]]``."""
+    from moto.cloudformation import parsing
+
+    moto_fixes.apply()
+
+    class Resources:  # what clean_json reads of moto's ResourceMap: conditions, and Ref resolves
+        lazy_condition_map: ClassVar[dict[str, bool]] = {"UsingOtelCollectorLayer": False}
+
+        def __getitem__(self, name: str) -> None:
+            return None  # AWS::NoValue
+
+    listed = ["layer-arn", {"Fn::If": ["UsingOtelCollectorLayer", "other-arn", {"Ref": "AWS::NoValue"}]}]
+    original = moto_fixes.moto_original("parsing.clean_json")
+    assert original(listed, Resources()) == ["layer-arn", None], MOTO_BUG
+    assert parsing.clean_json(listed, Resources()) == ["layer-arn"]  # type: ignore[arg-type]

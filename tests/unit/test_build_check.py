@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import textwrap
 from pathlib import Path
@@ -364,3 +365,27 @@ def test_one_parameter_sets_the_functions_and_the_layers_architecture() -> None:
     for layer_makefile in (makefile, project_layer):  # this repo's layer and a project's build alike
         assert "-m intentbus_build.layer --target" in layer_makefile
         assert "--architecture $(ARCHITECTURE)" in layer_makefile
+
+
+def test_a_conditional_layer_counts_only_where_its_condition_holds(tmp_path: Path) -> None:
+    """``!If [UsingOtelCollectorLayer, !Ref OtelCollectorLayerArn, !Ref AWS::NoValue]``, as deployed."""
+    build = make_build(tmp_path)
+    template = (build / "template.yaml").read_text()
+    template = (
+        template.replace("Parameters:\n", "Parameters:\n  CollectorArn: {Type: String, Default: ''}\n")
+        .replace(
+            "Globals:\n", "Conditions:\n  UsingCollector: !Not [!Equals [!Ref CollectorArn, '']]\nGlobals:\n"
+        )
+        .replace(
+            "Layers: [!Ref IntentbusLayer]",
+            "Layers: [!Ref IntentbusLayer, !If [UsingCollector, !Ref CollectorArn, !Ref AWS::NoValue]]",
+        )
+    )
+    (build / "template.yaml").write_text(template)
+
+    left_out = read_build(build).functions["ValidateFunction"]
+    assert left_out.layers == ("IntentbusLayer",)
+    assert left_out.external_layers == ()
+    arn = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+    added = read_build(build, {"CollectorArn": arn}).functions["ValidateFunction"]
+    assert added.external_layers == (json.dumps({"Ref": "CollectorArn"}),)

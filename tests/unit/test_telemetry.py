@@ -228,6 +228,7 @@ def test_every_record_gets_a_subsegment_annotated_with_its_ids(
         "run_id": "run-signup-1",
         "event_type": "SignupReceived",
         "trace_id": TRACE,
+        "step_index": 0,
     }
     metadata = record["metadata"][telemetry.NAMESPACE]["record"]
     assert metadata["event_id"] == "evt-signup-1"

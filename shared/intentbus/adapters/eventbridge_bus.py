@@ -1,7 +1,8 @@
 """Publishing to EventBridge: batched PutEvents, failed entries retried with backoff, never dropped.
 
-Every entry carries the workflow's X-Ray trace header (``TraceHeader``, see intentbus.telemetry):
-EventBridge hands it to the target queue, so the next stage runs in the same trace.
+Every entry carries the publisher's trace context (intentbus.spans): on the envelope as its
+``traceparent`` and on the entry as its X-Ray ``TraceHeader``, which EventBridge hands to the target
+queue, so the next stage runs in the same trace.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from intentbus import spans
 from intentbus.backoff import backoff_seconds
 from intentbus.claims import detail_json
 from intentbus.envelope import Envelope
@@ -34,7 +36,8 @@ MAX_ENTRIES_PER_CALL = 10
 MAX_REQUEST_BYTES = PUT_EVENTS_LIMIT_BYTES
 
 
-def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
+def to_entry(envelope: Envelope, bus_name: str, *, header: str | None = None) -> dict[str, Any]:
+    """The PutEvents entry of ``envelope``; ``header``: its ``TraceHeader``, by default the workflow's."""
     return {
         "Source": envelope.source,
         "DetailType": envelope.type,
@@ -42,7 +45,7 @@ def to_entry(envelope: Envelope, bus_name: str) -> dict[str, Any]:
         "EventBusName": bus_name,
         "Time": envelope.time,
         "Resources": [],
-        "TraceHeader": trace_header(envelope.trace_id),
+        "TraceHeader": header or trace_header(envelope.trace_id),
     }
 
 
@@ -81,8 +84,10 @@ class EventBridgeBus:
         self._sleep = sleep
 
     def publish(self, envelopes: Sequence[Envelope]) -> None:
-        for batch in chunks([to_entry(envelope, self._bus) for envelope in envelopes]):
-            self._put(batch)
+        with spans.active().publish(self._bus, envelopes) as stamp:
+            entries = [to_entry(out, self._bus, header=header) for out, header in map(stamp, envelopes)]
+            for batch in chunks(entries):
+                self._put(batch)
 
     def _put(self, entries: list[dict[str, Any]]) -> None:
         pending = entries

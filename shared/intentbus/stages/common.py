@@ -14,6 +14,7 @@ from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
+from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import digest
 from intentbus.inbound import parse_bus_event
@@ -166,7 +167,12 @@ def quarantined(
 
 
 def fact_digest(envelope: Envelope) -> str:
-    return digest(envelope.to_json_dict())
+    """A fact's content, less its trace context: the publisher stamps that on as it sends (intentbus.spans),
+    so the fact a stage recorded and the one it published differ there and only there."""
+    content = envelope.to_json_dict()
+    for name in TRACE_CONTEXT:
+        content.pop(name, None)
+    return digest(content)
 
 
 def authorization_digest(fact_id: str, command: Envelope, resource_version: int | None) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from intentbus import budgets, facts
+from intentbus import budgets, facts, span_notes
 from intentbus.definition import (
     Agent,
     Decision,
@@ -259,7 +260,18 @@ class DecideStage(Stage):
             )
             if step.context is not None:
                 context = replace(context, selection=step.context(context))
-            self._decisions[key] = self._decide(turn, self._agent(step.agent), context)
+            agent = self._agent(step.agent)
+            started = time.perf_counter()
+            decision = self._decide(turn, agent, context)
+            span_notes.note(
+                {
+                    span_notes.AGENT: agent.name,
+                    span_notes.MODEL_INPUT_TOKENS: decision.tokens.input_tokens,
+                    span_notes.MODEL_OUTPUT_TOKENS: decision.tokens.output_tokens,
+                    span_notes.MODEL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
+                }
+            )
+            self._decisions[key] = decision
         return self._decisions[key]
 
     def _agent(self, agent: Agent) -> Agent:

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel
 
-from intentbus import facts
+from intentbus import facts, span_notes
 from intentbus.backoff import visibility_seconds
 from intentbus.definition import (
     ClientProvider,
@@ -106,6 +106,13 @@ class ExecuteStage(Stage):
             why = f"the command does not fit {command.type} of {definition}: {problem.reason}"
             return self._not_run(fact, why, body, message_id)
 
+        span_notes.note(
+            {
+                span_notes.TOOL: spec.tool.name,
+                span_notes.COMMAND_TYPE: command.type,
+                span_notes.ATTEMPT: delivery.receive_count,
+            }
+        )
         resource = spec.resource(arguments) if spec.resource is not None else None
         attempt = _Attempt(
             self,
