@@ -242,6 +242,8 @@ def read_topology(
     functions: dict[str, FunctionInfo] = {}
     lambda_ = clients.lambda_()
     for logical_id, spec in template.functions.items():
+        if logical_id not in physical:  # a function whose Condition is false was not created
+            continue
         name = physical[logical_id][1]
         config = lambda_.get_function_configuration(FunctionName=name)
         mappings: list[MappingInfo] = []
