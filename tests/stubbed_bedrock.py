@@ -12,6 +12,8 @@ from typing import Any
 import boto3
 from botocore.stub import Stubber
 
+from intentbus_local.lambda_runtime import InvocationCrash
+
 REPAIR_TOOL = "resubmit_event"
 
 
@@ -24,16 +26,22 @@ class StubbedModel:
         self.stubber = Stubber(self.client)
         self.stubber.activate()
         self.requests: list[dict[str, Any]] = []
-        self.client.meta.events.register("before-call.bedrock-runtime.Converse", self._seen)
+        self.crash_next = False
+        """The next Converse call kills the invocation (the call is made, its answer never read)."""
+        self.client.meta.events.register("before-parameter-build.bedrock-runtime.Converse", self._seen)
 
     def _seen(self, params: dict[str, Any], **_: Any) -> None:
         self.requests.append(params)
+        if self.crash_next:
+            self.crash_next = False
+            raise InvocationCrash("the repair function's sandbox died while the model was asked")
 
     def reset(self) -> None:
         self.stubber.deactivate()
         self.stubber = Stubber(self.client)
         self.stubber.activate()
         self.requests.clear()
+        self.crash_next = False
 
     def answer_with(self, content: list[dict[str, Any]], *, stop: str = "tool_use") -> None:
         self.stubber.add_response(

@@ -252,7 +252,10 @@ def _parked(args: argparse.Namespace) -> int:
     store = DynamoParkStore(target.workflow_table(args.table), target.client("dynamodb"))
     if args.quarantine_command == "parked":
         return parked_inputs.list_parked(store, args.tenant, as_json=args.json)
-    bus = args.bus or target.physical("IngressBus")
+    parked_inputs.check_arguments(
+        payload=args.payload, detail=args.detail, discard=args.discard, reason=args.reason
+    )
+    bus = args.bus or _stack_output(target, "IngressBusName")
     person = str(target.client("sts").get_caller_identity()["Arn"])
     return parked_inputs.repair(
         store,
@@ -266,3 +269,15 @@ def _parked(args: argparse.Namespace) -> int:
         discard=args.discard,
         reason=args.reason,
     )
+
+
+def _stack_output(target: Any, name: str) -> str:
+    from intentbus.errors import ConfigurationError
+
+    if target.stack is None:
+        raise ConfigurationError(f"no {name}: pass --stack NAME (or set INTENTBUS_STACK)")
+    (stack,) = target.client("cloudformation").describe_stacks(StackName=target.stack)["Stacks"]
+    for output in stack.get("Outputs", []):
+        if output.get("OutputKey") == name and output.get("OutputValue"):
+            return str(output["OutputValue"])
+    raise ConfigurationError(f"stack {target.stack} has no output {name}")

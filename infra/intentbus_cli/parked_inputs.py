@@ -61,10 +61,7 @@ def repair(
     reason: str | None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> int:
-    if sum((payload is not None, detail is not None, discard)) != 1:
-        raise UsageError("give exactly one of --payload FILE, --detail FILE and --discard")
-    if discard and not (reason or "").strip():
-        raise UsageError("--discard needs --reason: say why it is dropped")
+    check_arguments(payload=payload, detail=detail, discard=discard, reason=reason)
     parked = _find(store, park_id, tenant)
     if parked is None:
         print(
@@ -85,6 +82,14 @@ def repair(
             detail=edited if detail is not None else None,
         )
     return _said(answer)
+
+
+def check_arguments(*, payload: Path | None, detail: Path | None, discard: bool, reason: str | None) -> None:
+    """Refuses a bad combination before anything is looked up."""
+    if sum((payload is not None, detail is not None, discard)) != 1:
+        raise UsageError("give exactly one of --payload FILE, --detail FILE and --discard")
+    if discard and not (reason or "").strip():
+        raise UsageError("--discard needs --reason: say why it is dropped")
 
 
 def _find(store: DynamoParkStore, park_id: str, tenant: str | None) -> Parked | None:

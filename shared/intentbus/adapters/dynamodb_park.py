@@ -68,33 +68,31 @@ class DynamoParkStore:
         return self._put(parked, "#status = :expected", {":expected": {"S": expected.value}})
 
     def waiting(self, tenant_id: str) -> list[Parked]:
-        found: list[Parked] = []
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "FilterExpression": "#status = :parked",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": park_pk(tenant_id)},
-                ":parked": {"S": ParkStatus.PARKED.value},
-            },
-        }
-        while True:
-            page = self._client.query(**request)
-            found.extend(_parked(item) for item in page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return sorted(found, key=lambda parked: parked.at)
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [parked for parked in self.every(tenant_id) if parked.status is ParkStatus.PARKED]
+
+    def every(self, tenant_id: str) -> list[Parked]:
+        """The tenant's items in every status (settled ones until their TTL), oldest first."""
+        return self._query(
+            {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": park_pk(tenant_id)}},
+            }
+        )
 
     def waiting_everywhere(self) -> list[Parked]:
         """Every tenant's parked items (the unbound ones included), oldest first: for operators."""
+        return self._query(
+            {
+                "TableName": self._table,
+                "IndexName": "gsi1",
+                "KeyConditionExpression": "gsi1pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": PARKED_INDEX_KEY}},
+            }
+        )
+
+    def _query(self, request: dict[str, Any]) -> list[Parked]:
         found: list[Parked] = []
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": "gsi1",
-            "KeyConditionExpression": "gsi1pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": PARKED_INDEX_KEY}},
-        }
         while True:
             page = self._client.query(**request)
             found.extend(_parked(item) for item in page.get("Items", []))
