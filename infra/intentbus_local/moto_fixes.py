@@ -27,6 +27,11 @@ Replays. moto's ``Replay.replay_events`` sends every archived event, whatever it
 of the bus, whatever ``Destination.FilterArns`` names. On AWS a replay sends the events whose time is
 in [EventStartTime, EventEndTime) to the rules FilterArns names (all of the bus's rules without it),
 each marked with ``replay-name``: the fix replays that way.
+
+A queue's ``RedrivePolicy`` on UpdateStack. moto's ``Queue.update_from_cloudformation_json`` updates
+``VisibilityTimeout`` and ``ReceiveMessageWaitTimeSeconds`` only: a redrive policy added (or removed)
+by a redeploy, as turning ``RepairQuarantined`` on adds one to the quarantine queue, never reaches the
+queue. On AWS it does: the fix sets (or clears) it after moto's own update.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ def apply() -> None:
     _fix_archive_from_cloudformation()
     _fix_disabled_rules()
     _fix_replay()
+    _fix_queue_update()
 
 
 def moto_original(name: str) -> Callable[..., Any]:
@@ -178,3 +184,23 @@ def _fix_replay() -> None:
         return
     _MOTO["Replay.replay_events"] = vars(Replay)["replay_events"]
     Replay.replay_events = _replay_events  # type: ignore[method-assign,assignment]
+
+
+# ---------------------------------------------------------------------------------- queue updates
+
+
+def _fix_queue_update() -> None:
+    from moto.sqs.models import Queue
+
+    if "Queue.update_from_cloudformation_json" in _MOTO:
+        return
+    update = vars(Queue)["update_from_cloudformation_json"].__func__
+    _MOTO["Queue.update_from_cloudformation_json"] = update
+
+    def update_fixed(cls: Any, /, **arguments: Any) -> Any:  # moto passes them by name
+        queue = update(cls, **arguments)
+        policy = arguments["cloudformation_json"].get("Properties", {}).get("RedrivePolicy")
+        queue._setup_dlq(policy if isinstance(policy, dict | str) else {})  # {}: none
+        return queue
+
+    Queue.update_from_cloudformation_json = classmethod(update_fixed)  # type: ignore[method-assign,assignment]
