@@ -1,4 +1,4 @@
-"""The approvals API's Lambda entry: Powertools Event Handler over the approval and review desks."""
+"""The approvals API's Lambda entry: Powertools Event Handler over the approval, review and repair desks."""
 
 from functools import cache
 from typing import Any
@@ -9,8 +9,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.approvals import ApprovalDesk
 from intentbus.approvals_api import build
+from intentbus.repair_desk import RepairDesk
 from intentbus.review import ReviewDesk
-from intentbus.runtime import Runtime, approval_desk, review_desk
+from intentbus.runtime import Runtime, approval_desk, repair_desk, review_desk
 
 logger = Logger()
 tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
@@ -29,7 +30,11 @@ def reviews() -> ReviewDesk:
     return review_desk(runtime())
 
 
-app = build(desk, reviews)
+def repairs() -> RepairDesk:
+    return repair_desk(runtime())
+
+
+app = build(desk, reviews, repairs)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

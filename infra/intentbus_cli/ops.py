@@ -97,7 +97,9 @@ def add_commands(commands: Any) -> None:
     )
     redrive.add_argument("--no-wait", dest="wait", action="store_false", help="start the task, do not follow")
 
-    quarantine = commands.add_parser("quarantine", help="malformed input: list, show, resubmit")
+    quarantine = commands.add_parser(
+        "quarantine", help="malformed input: list, show, resubmit; parked inputs: parked, repair"
+    )
     q_commands = quarantine.add_subparsers(dest="quarantine_command", required=True, parser_class=type(dlq))
     q_queue = _queue_options(where, env="QUARANTINE_QUEUE_URL")
     q_commands.add_parser("list", parents=[q_queue], help="quarantined messages with their reasons")
@@ -119,6 +121,33 @@ def add_commands(commands: Any) -> None:
     )
     resubmit.add_argument("--to", help="another destination queue (default: the refusing stage's queue)")
     _moves(resubmit)
+    parked_where = argparse.ArgumentParser(add_help=False, parents=[where])
+    parked_where.add_argument(
+        "--table",
+        default=os.environ.get("WORKFLOW_TABLE"),
+        help="the workflow table (default: $WORKFLOW_TABLE, else the stack's WorkflowTable)",
+    )
+    parked = q_commands.add_parser(
+        "parked",
+        parents=[parked_where],
+        help="inputs the repair function could not repair (RepairQuarantined)",
+    )
+    parked.add_argument("--tenant", help="one tenant's (default: every tenant's)")
+    parked.add_argument("--json", action="store_true", help="JSON instead of a table")
+    repair = q_commands.add_parser(
+        "repair", parents=[parked_where], help="resubmit a parked input, edited, or discard it with a reason"
+    )
+    repair.add_argument("park_id", metavar="ID")
+    repair.add_argument("--tenant", help="its tenant (default: found among every tenant's parked inputs)")
+    repair.add_argument("--payload", type=Path, help="a JSON file: the new payload, in the original envelope")
+    repair.add_argument("--detail", type=Path, help="a JSON file: the whole new event detail")
+    repair.add_argument("--discard", action="store_true", help="drop it (with --reason)")
+    repair.add_argument("--reason", help="why it is discarded")
+    repair.add_argument(
+        "--bus",
+        default=os.environ.get("INGRESS_BUS_NAME"),
+        help="the ingress bus (default: $INGRESS_BUS_NAME, else the stack's IngressBus)",
+    )
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -187,6 +216,8 @@ def _dlq(args: argparse.Namespace) -> int:
 def _quarantine(args: argparse.Namespace) -> int:
     from intentbus_cli import quarantined
 
+    if args.quarantine_command in ("parked", "repair"):
+        return _parked(args)
     target = _target(args)
     queue = target.queue(args.queue, default_logical_id="QuarantineQueue", what="quarantine queue")
     sqs = _sqs(args, target)
@@ -209,3 +240,44 @@ def _quarantine(args: argparse.Namespace) -> int:
     return quarantined.resubmit(
         sqs, queue, options, lambda stage: to if to is not None else target.stage_queue(stage).url
     )
+
+
+def _parked(args: argparse.Namespace) -> int:
+    from intentbus.adapters.dynamodb_park import DynamoParkStore
+    from intentbus.catalog import Catalog
+    from intentbus.repair import EventBridgeSubmit
+    from intentbus_cli import parked_inputs
+
+    target = _target(args)
+    store = DynamoParkStore(target.workflow_table(args.table), target.client("dynamodb"))
+    if args.quarantine_command == "parked":
+        return parked_inputs.list_parked(store, args.tenant, as_json=args.json)
+    parked_inputs.check_arguments(
+        payload=args.payload, detail=args.detail, discard=args.discard, reason=args.reason
+    )
+    bus = args.bus or _stack_output(target, "IngressBusName")
+    person = str(target.client("sts").get_caller_identity()["Arn"])
+    return parked_inputs.repair(
+        store,
+        types=Catalog.from_modules(args.workflows).types,
+        submit=EventBridgeSubmit(target.client("events"), bus),
+        park_id=args.park_id,
+        tenant=args.tenant,
+        person=person,
+        payload=args.payload,
+        detail=args.detail,
+        discard=args.discard,
+        reason=args.reason,
+    )
+
+
+def _stack_output(target: Any, name: str) -> str:
+    from intentbus.errors import ConfigurationError
+
+    if target.stack is None:
+        raise ConfigurationError(f"no {name}: pass --stack NAME (or set INTENTBUS_STACK)")
+    (stack,) = target.client("cloudformation").describe_stacks(StackName=target.stack)["Stacks"]
+    for output in stack.get("Outputs", []):
+        if output.get("OutputKey") == name and output.get("OutputValue"):
+            return str(output["OutputValue"])
+    raise ConfigurationError(f"stack {target.stack} has no output {name}")

@@ -42,6 +42,11 @@ DetailType, Detail and each of Resources in UTF-8); a larger request is refused 
 MaximumMessageSize and leaves message attributes out; AWS counts the bytes of the body and of each
 attribute's name, type and value (1 MiB at most since August 2025): the fix counts as AWS does. A batch
 whose bodies pass 1 MiB together is refused as moto already does.
+
+A queue's ``RedrivePolicy`` on UpdateStack. moto's ``Queue.update_from_cloudformation_json`` updates
+``VisibilityTimeout`` and ``ReceiveMessageWaitTimeSeconds`` only: a redrive policy added (or removed)
+by a redeploy, as turning ``RepairQuarantined`` on adds one to the quarantine queue, never reaches the
+queue. On AWS it does: the fix sets (or clears) it after moto's own update.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ def apply() -> None:
     _fix_replay()
     _fix_put_events_size()
     _fix_sqs_message_size()
+    _fix_queue_update()
 
 
 def moto_original(name: str) -> Callable[..., Any]:
@@ -286,3 +292,23 @@ def _fix_sqs_message_size() -> None:
         return send_message(self, queue_name, message_body, message_attributes, *args, **kwargs)
 
     SQSBackend.send_message = send_message_within_limit  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------------------------- queue updates
+
+
+def _fix_queue_update() -> None:
+    from moto.sqs.models import Queue
+
+    if "Queue.update_from_cloudformation_json" in _MOTO:
+        return
+    update = vars(Queue)["update_from_cloudformation_json"].__func__
+    _MOTO["Queue.update_from_cloudformation_json"] = update
+
+    def update_fixed(cls: Any, /, **arguments: Any) -> Any:  # moto passes them by name
+        queue = update(cls, **arguments)
+        policy = arguments["cloudformation_json"].get("Properties", {}).get("RedrivePolicy")
+        queue._setup_dlq(policy if isinstance(policy, dict | str) else {})  # {}: none
+        return queue
+
+    Queue.update_from_cloudformation_json = classmethod(update_fixed)  # type: ignore[method-assign,assignment]

@@ -55,6 +55,7 @@ from typing import Any
 
 from intentbus_local import moto_fixes
 from intentbus_local.clients import Clients
+from intentbus_local.conditions import without_inactive
 from intentbus_local.direct_resources import create_direct
 from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
 from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topology
@@ -95,7 +96,7 @@ def provision(
         # moto warns on every parse of a type it skips; that gap is known and documented above.
         warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")
         upload_artifacts(clients, template)
-        body = deployable(template.cloudformation)
+        body = deployable(template.cloudformation, parameters or {})
         direct = create_direct(clients, body)
         clients.cloudformation().create_stack(
             StackName=stack_name,
@@ -125,8 +126,8 @@ def _placeholder_zip(logical_id: str) -> bytes:
     return buffer.getvalue()
 
 
-def deployable(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
-    body = copy.deepcopy(dict(cloudformation))
+def deployable(cloudformation: Mapping[str, Any], parameters: Mapping[str, str]) -> dict[str, Any]:
+    body = without_inactive(copy.deepcopy(dict(cloudformation)), parameters)
     outputs = body.setdefault("Outputs", {})
     # moto creates a RestApi without importing its Body, so its Deployment fails ("no methods"): the
     # local cloud serves the API itself (http_front.py), from the template's Api events.
@@ -242,6 +243,8 @@ def read_topology(
     functions: dict[str, FunctionInfo] = {}
     lambda_ = clients.lambda_()
     for logical_id, spec in template.functions.items():
+        if logical_id not in physical:  # a function whose Condition is false was not created
+            continue
         name = physical[logical_id][1]
         config = lambda_.get_function_configuration(FunctionName=name)
         mappings: list[MappingInfo] = []

@@ -72,7 +72,7 @@ def update(
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*AWS::SQS::QueuePolicy.*")
         upload_artifacts(clients, template)
-        body = deployable(template.cloudformation)
+        body = deployable(template.cloudformation, parameters)
         created = create_direct(clients, body, existing=direct)
         before = {p["ParameterKey"]: p.get("ParameterValue", "") for p in stack.get("Parameters", [])}
         changed = changed_resources(deployed, body, _changed_parameters(template, before, parameters))

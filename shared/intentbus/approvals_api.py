@@ -23,15 +23,20 @@ from intentbus import console_page
 from intentbus.api_bodies import (
     APPROVAL_ID_PATTERN,
     MAX_BODY_BYTES,
+    PARK_ID_PATTERN,
     RUN_ID_PATTERN,
     TENANT_ID_PATTERN,
     CancelBody,
     DecisionBody,
+    DiscardBody,
+    ResubmitBody,
     ResumeBody,
 )
 from intentbus.api_identity import Refused, caller
 from intentbus.approvals import ApprovalDesk, Approver
 from intentbus.journal import Approval
+from intentbus.parked import park_view
+from intentbus.repair_desk import DeskAnswer, RepairDesk
 from intentbus.review import PausedRun, ReviewDesk
 from intentbus.review import Result as ReviewResult
 from intentbus.state import BudgetOverride
@@ -42,6 +47,7 @@ PROGRAMS = "/programs/tenants/<tenant>"
 Tenant = Annotated[str, Path(pattern=TENANT_ID_PATTERN)]
 ApprovalId = Annotated[str, Path(pattern=APPROVAL_ID_PATTERN)]
 RunId = Annotated[str, Path(pattern=RUN_ID_PATTERN)]
+ParkId = Annotated[str, Path(pattern=PARK_ID_PATTERN)]
 
 
 class ApprovalsResolver(APIGatewayRestResolver):
@@ -119,7 +125,9 @@ def review_view(paused: PausedRun) -> dict[str, Any]:
 
 
 def build(
-    desk: Callable[[], ApprovalDesk], reviews: Callable[[], ReviewDesk] | None = None
+    desk: Callable[[], ApprovalDesk],
+    reviews: Callable[[], ReviewDesk] | None = None,
+    repairs: Callable[[], RepairDesk] | None = None,
 ) -> APIGatewayRestResolver:
     app = ApprovalsResolver()
 
@@ -134,6 +142,8 @@ def build(
         _approval_routes(app, prefix, desk, who)
         if reviews is not None:
             _review_routes(app, prefix, reviews, who)
+        if repairs is not None:
+            _repair_routes(app, prefix, repairs, who)
 
     @app.get("/console")
     def console() -> Response[str]:
@@ -261,3 +271,47 @@ def _review_routes(
                 version=body.version,
             )
         )
+
+
+def _repair_routes(
+    app: APIGatewayRestResolver,
+    prefix: str,
+    repairs: Callable[[], RepairDesk],
+    who: Callable[[str], Approver],
+) -> None:
+    """Parked inputs: the tenant is checked first, and it is the first part of every item's key."""
+
+    def answered(answer: DeskAnswer) -> Response[str]:
+        if answer.status == 404:
+            raise Refused(404, "")
+        body: dict[str, Any] = {"message": answer.reason}
+        if answer.field is not None:
+            body["field"] = answer.field
+        if answer.parked is not None:
+            body["repair"] = park_view(answer.parked)
+        return _json(answer.status, body)
+
+    @app.get(f"{prefix}/repairs")
+    def waiting(tenant: Tenant) -> Response[str]:
+        who(tenant)
+        return _json(200, {"repairs": [park_view(found) for found in repairs().waiting(tenant)]})
+
+    @app.get(f"{prefix}/repairs/<park_id>")
+    def showing(tenant: Tenant, park_id: ParkId) -> Response[str]:
+        who(tenant)
+        found = repairs().show(tenant, park_id)
+        if found is None:
+            raise Refused(404, "")
+        return _json(200, park_view(found))
+
+    @app.post(f"{prefix}/repairs/<park_id>/resubmit")
+    def resubmitting(tenant: Tenant, park_id: ParkId, body: Annotated[ResubmitBody, Body()]) -> Response[str]:
+        person = who(tenant)
+        return answered(
+            repairs().resubmit(tenant, park_id, person=person.id, payload=body.payload, detail=body.detail)
+        )
+
+    @app.post(f"{prefix}/repairs/<park_id>/discard")
+    def discarding(tenant: Tenant, park_id: ParkId, body: Annotated[DiscardBody, Body()]) -> Response[str]:
+        person = who(tenant)
+        return answered(repairs().discard(tenant, park_id, person=person.id, reason=body.reason))

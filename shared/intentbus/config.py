@@ -40,6 +40,10 @@ class Settings(BaseModel):
         default=DEFAULT_CLAIM_CHECK_BYTES, ge=MIN_CLAIM_CHECK_BYTES, le=MAX_CLAIM_CHECK_BYTES
     )
     """A fact whose PutEvents entry would be larger travels by claim check (``ClaimCheckThresholdBytes``)."""
+    ingress_bus_name: str | None = None
+    """The producers' bus: where the repair path resubmits a repaired input (repair and approvals)."""
+    repair_budget_per_hour: int = Field(default=20, ge=0, le=100_000)
+    """Repairs the model is asked for per tenant and hour (``RepairBudgetPerHour``); past it, parked."""
     idempotency_table: str | None = None
     idempotency_retention_seconds: int = Field(default=7 * 86400, gt=0)
     """How long a command's result is kept, so a redelivery gets it instead of running again."""
@@ -89,6 +93,11 @@ class Settings(BaseModel):
         except ValidationError as error:
             missing = ", ".join(str(item["loc"][0]).upper() for item in error.errors())
             raise ConfigurationError(f"invalid or missing environment variables: {missing}") from None
+
+    def require_ingress_bus(self) -> str:
+        if not self.ingress_bus_name:
+            raise ConfigurationError("INGRESS_BUS_NAME is required to resubmit repaired inputs")
+        return self.ingress_bus_name
 
     def require_idempotency_table(self) -> str:
         if not self.idempotency_table:

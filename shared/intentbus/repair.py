@@ -182,7 +182,8 @@ class RepairFailed(IntentbusError):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
-        """Each attempt's ``reason``, ``field`` and raw answer (``raw``): the model's text, not for logs."""
+        """Each attempt's ``reason``, ``field``, raw answer (``raw``: the model's text, not for logs) and
+        ``refused_by``: ``repairer`` (it gave no repaired input) or ``validation`` (``raw`` is the detail)."""
 
 
 def repair_quarantined(
@@ -192,12 +193,14 @@ def repair_quarantined(
     types: TypeRegistry,
     submit: Submit,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    attempts: int = REPAIR_ATTEMPTS,
 ) -> Resubmitted:
     """Repair one quarantined input event and resubmit it through validate, with its lineage.
 
     ``message`` is a record (``Quarantined``, its dict, or the quarantine queue's message body).
-    Raises ``RepairFailed`` (nothing submitted) if both attempts are invalid, and ``ValueError`` for
-    a record that is not an input event quarantined by validate.
+    Raises ``RepairFailed`` (nothing submitted) if every attempt (``attempts``, two by default; the
+    deployed repair function asks once) is invalid, and ``ValueError`` for a record that is not an
+    input event quarantined by validate.
     """
     record = _record(message)
     if record.stage != "validate":
@@ -211,8 +214,8 @@ def repair_quarantined(
     original_detail = record.detail or {}
     original_id = record.original_id
     body, reason, field_name = record.body, record.reason, record.field
-    attempts: list[dict[str, Any]] = []
-    for attempt in range(1, REPAIR_ATTEMPTS + 1):
+    tried: list[dict[str, Any]] = []
+    for attempt in range(1, attempts + 1):
         type_name = _type_name(original, original_detail)
         request = RepairRequest(
             body=body,
@@ -225,20 +228,29 @@ def repair_quarantined(
         try:
             detail = dict(repairer.repair_input(request))
         except MalformedDecision as refused:
-            attempts.append({"reason": refused.reason, "field": refused.field, "raw": refused.raw})
+            tried.append(
+                {
+                    "reason": refused.reason,
+                    "field": refused.field,
+                    "raw": refused.raw,
+                    "refused_by": "repairer",
+                }
+            )
             reason, field_name = refused.reason, refused.field
             continue
         try:
             entry = _entry(original, original_detail, detail, original_id, now)
             envelope, _ = normalize(parse_bus_event(_bus_body(entry)), types)
         except MalformedInput as invalid:
-            attempts.append({"reason": invalid.reason, "field": invalid.field, "raw": detail})
+            tried.append(
+                {"reason": invalid.reason, "field": invalid.field, "raw": detail, "refused_by": "validation"}
+            )
             body = json.dumps({**original, "detail": detail}, ensure_ascii=False, default=str)
             reason, field_name = invalid.reason, invalid.field
             continue
         submit(entry)
         return Resubmitted(envelope=envelope, entry=entry, original_id=original_id, attempts=attempt)
-    raise RepairFailed(attempts)
+    raise RepairFailed(tried)
 
 
 def _record(message: Quarantined | Mapping[str, Any] | str) -> Quarantined:

@@ -20,8 +20,13 @@ from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
 
 if TYPE_CHECKING:
+    from intentbus.adapters.bedrock_agent import ClientSource
+    from intentbus.adapters.dynamodb_park import DynamoParkStore
     from intentbus.approvals import ApprovalDesk
     from intentbus.definition import ModelProvider
+    from intentbus.repair import EventBridgeSubmit
+    from intentbus.repair_desk import RepairDesk
+    from intentbus.repair_worker import RepairWorker
     from intentbus.review import ReviewDesk
     from intentbus.stages.authorize import AuthorizeStage
     from intentbus.stages.decide import DecideStage
@@ -130,3 +135,48 @@ def review_desk(runtime: Runtime) -> ReviewDesk:
     from intentbus.review import ReviewDesk
 
     return ReviewDesk(runtime.deps, runtime.store, frozenset(runtime.deps.pipeline_roles.values()))
+
+
+def repair_worker(runtime: Runtime, model_client: ClientSource | None = None) -> RepairWorker:
+    """The repair function's worker: Bedrock when ``BEDROCK_MODEL_ID`` is set (``model_client`` replaces
+    its client, e.g. a stubbed one), else no model, and every repairable input waits for a person."""
+    from intentbus.repair_worker import RepairWorker
+
+    repairer = None
+    bedrock = runtime.settings.bedrock()
+    if bedrock is not None:
+        from intentbus.adapters.bedrock_agent import BedrockInputRepairer, BedrockModels
+
+        repairer = BedrockInputRepairer(BedrockModels.from_settings(bedrock, model_client).converse)
+    return RepairWorker(
+        types=runtime.deps.catalog.types,
+        producers=runtime.deps.producers,
+        store=_park_store(runtime),
+        repairer=repairer,
+        submit=_ingress_submit(runtime),
+        now=runtime.deps.clock.now,
+        budget_per_hour=runtime.settings.repair_budget_per_hour,
+    )
+
+
+def repair_desk(runtime: Runtime) -> RepairDesk:
+    from intentbus.repair_desk import RepairDesk
+
+    return RepairDesk(
+        store=_park_store(runtime),
+        types=runtime.deps.catalog.types,
+        submit=_ingress_submit(runtime),
+        now=runtime.deps.clock.now,
+    )
+
+
+def _park_store(runtime: Runtime) -> DynamoParkStore:
+    from intentbus.adapters.dynamodb_park import DynamoParkStore
+
+    return DynamoParkStore(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
+
+
+def _ingress_submit(runtime: Runtime) -> EventBridgeSubmit:
+    from intentbus.repair import EventBridgeSubmit
+
+    return EventBridgeSubmit(runtime.clients.client("events"), runtime.settings.require_ingress_bus())

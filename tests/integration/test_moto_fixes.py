@@ -207,3 +207,42 @@ def test_a_list_item_that_is_aws_novalue_is_dropped() -> None:
     original = moto_fixes.moto_original("parsing.clean_json")
     assert original(listed, Resources()) == ["layer-arn", None], MOTO_BUG
     assert parsing.clean_json(listed, Resources()) == ["layer-arn"]  # type: ignore[arg-type]
+
+
+def _queue_template(*, redrive: bool) -> str:
+    queue: dict[str, Any] = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    if redrive:
+        queue["Properties"]["RedrivePolicy"] = {
+            "deadLetterTargetArn": {"Fn::GetAtt": ["Dead", "Arn"]},
+            "maxReceiveCount": 5,
+        }
+    body = {"Resources": {"Dead": {"Type": "AWS::SQS::Queue"}, "Work": queue}, "Outputs": {}}
+    body["Outputs"]["Work"] = {"Value": {"Ref": "Work"}}
+    return json.dumps(body)
+
+
+def _redrive_after_update(aws: dict[str, Any], stack: str) -> str | None:
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cloudformation.create_stack(StackName=stack, TemplateBody=_queue_template(redrive=False))
+    cloudformation.update_stack(StackName=stack, TemplateBody=_queue_template(redrive=True))
+    (output,) = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]["Outputs"]
+    attributes = aws["sqs"].get_queue_attributes(QueueUrl=output["OutputValue"], AttributeNames=["All"])
+    policy: str | None = attributes["Attributes"].get("RedrivePolicy")
+    return policy
+
+
+def test_moto_updates_no_redrive_policy_of_a_queue(
+    aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.sqs.models import Queue
+
+    monkeypatch.setattr(
+        Queue,
+        "update_from_cloudformation_json",
+        classmethod(moto_fixes.moto_original("Queue.update_from_cloudformation_json")),
+    )
+    assert _redrive_after_update(aws, "pinned-moto") is None, MOTO_BUG
+    monkeypatch.undo()
+    policy = _redrive_after_update(aws, "pinned-fixed")
+    assert policy is not None
+    assert json.loads(policy)["maxReceiveCount"] == 5

@@ -46,6 +46,8 @@ PIPELINE_ROLES = (
 OWN_SOURCES = dict.fromkeys(PIPELINE_ROLES, frozenset({PIPELINE_SOURCE})) | {
     "RecordFunctionRole": frozenset({PIPELINE_SOURCE, WORKFLOW_SOURCE})
 }
+INGRESS_PUTTERS = frozenset({"ApprovalsFunctionRole"})
+"""Pipeline roles that also put on the ingress, as a producer: a person's resubmission of a parked input."""
 SEED_WORKFLOWS = "intentbus.workflows.incident,intentbus.workflows.direct_tool"
 RELAY = f"{pingpong_workflow.MODULE}:relay"
 DESK = "operator-desk"
@@ -162,7 +164,26 @@ def test_each_pipeline_role_puts_on_the_pipeline_bus_only_with_its_own_sources(
     for source in (PIPELINE_SOURCE, WORKFLOW_SOURCE, SOURCE):
         expected = ALLOW if source in OWN_SOURCES[role] else IMPLICIT_DENY
         assert put_events(template, principal, identity, "EventBus", source) is expected, source
+        producer = role in INGRESS_PUTTERS and source not in (PIPELINE_SOURCE, WORKFLOW_SOURCE)
+        on_ingress = ALLOW if producer else IMPLICIT_DENY
+        assert put_events(template, principal, identity, "IngressBus", source) is on_ingress, source
+
+
+def test_the_repair_role_puts_only_producer_sources_and_only_on_the_ingress(
+    template: TemplatePolicies,
+) -> None:
+    """It resubmits repaired inputs as their producers sent them: validate checks them again, binding
+    included. It can never put a pipeline fact: not on the ingress (its condition), not on the pipeline
+    bus (the bus's Deny, and nothing in its own policy)."""
+    role = "RepairFunctionRole"
+    identity = template.identity_policies(role)
+    principal = role_arn(template, role)
+    for source in (SOURCE, "crm.example"):
+        assert put_events(template, principal, identity, "IngressBus", source) is ALLOW, source
+    for source in (PIPELINE_SOURCE, WORKFLOW_SOURCE):
         assert put_events(template, principal, identity, "IngressBus", source) is IMPLICIT_DENY, source
+    for source in (PIPELINE_SOURCE, WORKFLOW_SOURCE, SOURCE):
+        assert put_events(template, principal, identity, "EventBus", source) is EXPLICIT_DENY, source
 
 
 def test_the_bus_policy_excepts_exactly_the_roles_that_may_put_on_the_pipeline_bus(

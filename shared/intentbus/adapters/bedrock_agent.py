@@ -253,7 +253,7 @@ class BedrockInputRepairer:
     def repair_input(self, request: RepairRequest) -> Mapping[str, Any]:
         tool = _repair_tool(request.payload_model)
         prompt = (
-            f"This event was refused by validation (attempt {request.attempt} of 2).\n"
+            f"This event was refused by validation (repair attempt {request.attempt}).\n"
             f"Reason: {request.reason}\nField: {request.field or 'unknown'}\n"
             f"<event>\n{request.body}\n</event>\n"
             f"Call {REPAIR_TOOL} with the corrected detail."
