@@ -47,6 +47,14 @@ A queue's ``RedrivePolicy`` on UpdateStack. moto's ``Queue.update_from_cloudform
 ``VisibilityTimeout`` and ``ReceiveMessageWaitTimeSeconds`` only: a redrive policy added (or removed)
 by a redeploy, as turning ``RepairQuarantined`` on adds one to the quarantine queue, never reaches the
 queue. On AWS it does: the fix sets (or clears) it after moto's own update.
+
+Transactions copy whole tables. To roll a failed ``TransactWriteItems`` back, moto deep-copies every
+table the transaction names before it writes (``DynamoDBBackend.transact_write_items``), so each
+transaction costs time in proportion to the table: most of a long local run went there, and the run
+slowed as the workflow table grew. The fix lets moto skip that copy and instead keeps the items the
+transaction writes (at most 100, read by key), putting them back — or deleting the ones that did not
+exist — when the transaction fails. The outcome is the same, the cost independent of the table's size,
+and the table stays the same object (moto's rollback swapped in its copy).
 """
 
 from __future__ import annotations
@@ -75,6 +83,7 @@ def apply() -> None:
     _fix_put_events_size()
     _fix_sqs_message_size()
     _fix_queue_update()
+    _fix_transaction_rollback()
 
 
 def moto_original(name: str) -> Callable[..., Any]:
@@ -312,3 +321,69 @@ def _fix_queue_update() -> None:
         return queue
 
     Queue.update_from_cloudformation_json = classmethod(update_fixed)  # type: ignore[method-assign,assignment]
+
+
+# ---------------------------------------------------------------------------------- transactions
+
+
+def _fix_transaction_rollback() -> None:
+    import copy
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    if "DynamoDBBackend.transact_write_items" in _MOTO:
+        return
+    transact_write_items = vars(models.DynamoDBBackend)["transact_write_items"]
+    _MOTO["DynamoDBBackend.transact_write_items"] = transact_write_items
+
+    class _TablesKept:
+        """The ``copy`` module as moto's DynamoDB models see it: a table is not copied (the fix keeps the
+        items a transaction writes instead); anything else is, as before."""
+
+        @staticmethod
+        def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+            return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+    models.copy = _TablesKept  # type: ignore[assignment,attr-defined]
+
+    def transact_write_items_keeping_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        before = _items_written(self, transact_items)
+        try:
+            transact_write_items(self, transact_items)
+        except Exception:
+            for table_name, key, attributes in before:
+                if attributes is None:
+                    self.delete_item(table_name, key)
+                else:
+                    self.put_item(table_name, attributes)
+            raise
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items_keeping_items  # type: ignore[method-assign]
+
+
+def _items_written(
+    backend: Any, transact_items: list[dict[str, Any]]
+) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(table, key, the item's attributes before; ``None``: no item) for each item the transaction may
+    write. An operation moto will refuse on its own (no table, a malformed key) is left out."""
+    import copy
+
+    kept: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+    for operation in transact_items:
+        kind, details = next(iter(operation.items()))
+        if kind not in {"Put", "Delete", "Update"}:
+            continue
+        try:
+            table_name = details["TableName"]
+            table = backend.get_table(table_name)
+            if kind == "Put":
+                names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+                key = {name: details["Item"][name] for name in names}
+            else:
+                key = details["Key"]
+            item = backend.get_item(table_name, key)
+        except Exception:  # moto raises its own error for this operation when it runs it
+            continue
+        kept.append((table_name, key, None if item is None else copy.deepcopy(item.to_json()["Attributes"])))
+    return kept

@@ -246,3 +246,77 @@ def test_moto_updates_no_redrive_policy_of_a_queue(
     policy = _redrive_after_update(aws, "pinned-fixed")
     assert policy is not None
     assert json.loads(policy)["maxReceiveCount"] == 5
+
+
+def _orders_table(dynamodb: Any) -> None:
+    dynamodb.create_table(
+        TableName="orders",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    dynamodb.put_item(TableName="orders", Item={"pk": {"S": "kept"}, "n": {"N": "1"}})
+
+
+def _failing_transaction(dynamodb: Any) -> None:
+    """Overwrites ``kept``, creates ``new``, creates ``other`` by update, then a condition fails."""
+    from botocore.exceptions import ClientError
+
+    with pytest.raises(ClientError, match="TransactionCanceledException"):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "orders", "Item": {"pk": {"S": "kept"}, "n": {"N": "2"}}}},
+                {"Put": {"TableName": "orders", "Item": {"pk": {"S": "new"}, "n": {"N": "2"}}}},
+                {
+                    "Update": {
+                        "TableName": "orders",
+                        "Key": {"pk": {"S": "other"}},
+                        "UpdateExpression": "SET n = :n",
+                        "ExpressionAttributeValues": {":n": {"N": "3"}},
+                    }
+                },
+                {
+                    "ConditionCheck": {
+                        "TableName": "orders",
+                        "Key": {"pk": {"S": "absent"}},
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                },
+            ]
+        )
+
+
+def test_moto_copies_every_table_a_transaction_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import copy
+
+    from moto.dynamodb import models
+
+    moto_fixes.apply()
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        _orders_table(dynamodb)
+        tables = models.dynamodb_backends[ACCOUNT][REGION].tables
+        table = tables["orders"]
+
+        # moto's own: the whole table deep-copied before the transaction, the copy swapped in to roll back
+        monkeypatch.setattr(models, "copy", copy)
+        monkeypatch.setattr(
+            models.DynamoDBBackend,
+            "transact_write_items",
+            moto_fixes.moto_original("DynamoDBBackend.transact_write_items"),
+        )
+        _failing_transaction(dynamodb)
+        assert tables["orders"] is not table, MOTO_BUG
+        monkeypatch.undo()
+
+        # Fixed: the same outcome, the items the transaction wrote put back, the table itself kept
+        table = tables["orders"]
+        _failing_transaction(dynamodb)
+        assert tables["orders"] is table
+        items = dynamodb.scan(TableName="orders")["Items"]
+        assert items == [{"pk": {"S": "kept"}, "n": {"N": "1"}}]
+
+        dynamodb.transact_write_items(  # and a transaction that succeeds writes as before
+            TransactItems=[{"Put": {"TableName": "orders", "Item": {"pk": {"S": "new"}, "n": {"N": "2"}}}}]
+        )
+        assert len(dynamodb.scan(TableName="orders")["Items"]) == 2
