@@ -7,6 +7,7 @@ error), or lost — which the pipeline promises never happens.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
-from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.adapters.dynamodb_store import LOG_PREFIX, STATE_SK, run_pk
 from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE
@@ -132,12 +133,34 @@ def bucket_of(
     return "applied", None
 
 
+class TableSnapshot:
+    """The workflow table read once, with a paginated Scan: each run's state and log as the store reads
+    them, without a Query per input (moto answers a Query by scanning every item)."""
+
+    def __init__(self, table: str, client: Any) -> None:
+        self._states: dict[str, WorkflowState] = {}
+        self._entries: dict[str, list[LogEntry]] = defaultdict(list)
+        for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+            for item in page.get("Items", []):
+                pk, sk = item["pk"]["S"], item["sk"]["S"]
+                if sk == STATE_SK and "state" in item:
+                    self._states[pk] = WorkflowState.model_validate_json(item["state"]["S"])
+                elif sk.startswith(LOG_PREFIX) and "entry" in item:
+                    self._entries[pk].append(LogEntry.model_validate_json(item["entry"]["S"]))
+
+    def state(self, tenant_id: str, run_id: str) -> WorkflowState | None:
+        return self._states.get(run_pk(tenant_id, run_id))
+
+    def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
+        found = self._entries.get(run_pk(tenant_id, run_id), [])
+        return sorted(found, key=lambda entry: (entry.at, entry.version))
+
+
 def build(
     cloud: LocalCloud, catalog: Catalog, sent: Sequence[tuple[int, Mapping[str, Any], str, str]]
 ) -> RunReport:
     """``sent``: (line, envelope, bus event id, source) for every input, in order."""
-    table = cloud.topology.tables["WorkflowTable"]
-    store = DynamoWorkflowStore(table, cloud.clients.dynamodb())
+    store = TableSnapshot(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
     quarantine = _quarantine_reasons(cloud.queue_messages(QUARANTINE_QUEUE))
     dlq_runs = _dlq_runs(cloud, catalog)
     report = RunReport()
