@@ -53,7 +53,7 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
-from intentbus_local import moto_fixes
+from intentbus_local import hot_paths, moto_fixes
 from intentbus_local.clients import Clients
 from intentbus_local.conditions import without_inactive
 from intentbus_local.direct_resources import create_direct
@@ -91,6 +91,7 @@ def provision(
     timeout_seconds: float = 60.0,
 ) -> Topology:
     moto_fixes.apply()
+    hot_paths.apply()
     logging.getLogger("moto").addFilter(_KNOWN_GAP)
     with warnings.catch_warnings():
         # moto warns on every parse of a type it skips; that gap is known and documented above.

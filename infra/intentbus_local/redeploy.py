@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from intentbus_local import moto_fixes
+from intentbus_local import hot_paths, moto_fixes
 from intentbus_local.clients import Clients
 from intentbus_local.direct_resources import create_direct
 from intentbus_local.provision import (
@@ -66,6 +66,7 @@ def update(
     """``parameters``: every parameter the stack is to have other than its defaults (UpdateStack
     keeps no earlier value)."""
     moto_fixes.apply()
+    hot_paths.apply()
     cloudformation = clients.cloudformation()
     stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
     deployed = _template_body(cloudformation.get_template(StackName=stack_name)["TemplateBody"])

@@ -1,0 +1,38 @@
+"""Caches for moto's hot paths, installed with the moto fixes before the local cloud deploys.
+
+Each memoizes a function whose answer depends only on its arguments, so none changes what moto
+answers: ``jsonpath_ng.ext.parse`` (moto's EventBridge builds a fresh yacc parser for the same few
+JSONPath expressions on every event it delivers to SQS), ``camelcase_to_underscores`` (every request's
+action and parameter names) and ``method_names_from_class`` (every response dispatch).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+
+def apply() -> None:
+    """Idempotent: a function already memoized is left as it is."""
+    import jsonpath_ng.ext
+    import moto.core.responses
+    import moto.core.utils
+    import moto.sqs.models
+
+    _memoize(jsonpath_ng.ext, "parse", 64, (jsonpath_ng.ext,))
+    _memoize(
+        moto.core.utils,
+        "camelcase_to_underscores",
+        4096,
+        (moto.core.utils, moto.core.responses, moto.sqs.models),
+    )
+    _memoize(moto.core.utils, "method_names_from_class", 512, (moto.core.utils, moto.core.responses))
+
+
+def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:
+    function: Callable[..., Any] = getattr(home, name)
+    if not hasattr(function, "cache_info"):
+        function = functools.lru_cache(maxsize=size)(function)
+    for module in importers:  # each module that imported the name holds its own reference
+        setattr(module, name, function)
