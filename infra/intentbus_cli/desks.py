@@ -74,6 +74,7 @@ def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClien
     from intentbus.claims import ClaimCheckingBus
     from intentbus.errors import ConfigurationError
     from intentbus.limits import claim_check_threshold
+    from intentbus.ports import DeskQuarantine
     from intentbus.stages.common import StageDeps
 
     if not target.table or not target.bus:
@@ -90,27 +91,9 @@ def desk_parts(target: Target) -> tuple[StageDeps, DynamoWorkflowStore, AwsClien
             claims,
             claim_check_threshold(dict(os.environ)),
         ),
-        quarantine=_NoQuarantine(),
+        quarantine=DeskQuarantine(),
         clock=SystemClock(),
         environment=target.environment,
         claims=claims,
     )
     return deps, DynamoWorkflowStore(target.table, clients.client("dynamodb")), clients
-
-
-class _NoQuarantine:
-    """A person's decision is never malformed input: nothing a desk does may quarantine."""
-
-    def put(
-        self,
-        *,
-        stage: str,
-        reason: str,
-        field: str | None,
-        body: str,
-        message_id: str | None,
-        raw_output: str | None = None,
-    ) -> None:
-        from intentbus.errors import ConfigurationError
-
-        raise ConfigurationError(f"a desk quarantines nothing ({stage}: {reason})")

@@ -22,7 +22,7 @@ from intentbus.envelope import Envelope
 from intentbus.ids import derive_id
 from intentbus.journal import Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import WorkflowStore
-from intentbus.stages.common import COMMIT_ATTEMPTS, StageDeps, StageResult, pipeline_fact, publish
+from intentbus.stages.common import StageDeps, StageResult, pipeline_fact, publish, retry_on_conflict
 from intentbus.state import Status
 
 ERROR_CHARS = 1000
@@ -77,11 +77,12 @@ def pause_for_failure(
     """Pauses ``incoming``'s run for review of ``failure``; ``None`` when there is no running run to pause
     (the caller lets the failure take its course: the run is already paused, ended or unknown).
     ``again=False``: when this input already paused the run, nothing is published again (the sweeper)."""
-    for _ in range(COMMIT_ATTEMPTS):
+
+    def attempt() -> _Settled | None:
         snapshot = store.snapshot(incoming.tenant_id, incoming.run_id, failure.stage, incoming.id)
         state = snapshot.state
         if state is None or state.status is not Status.RUNNING:
-            return _already_paused(deps, store, incoming) if again else None
+            return _Settled(_already_paused(deps, store, incoming) if again else None)
         now = deps.clock.now()
         paused = state.model_copy(
             update={
@@ -132,12 +133,20 @@ def pause_for_failure(
         )
         result = store.commit(commit)
         if result.status is CommitStatus.VERSION_CONFLICT:
-            continue
+            return None
         if result.status is CommitStatus.ALREADY_RECORDED:
             assert result.entry is not None
-            return publish(deps, Outcome.DUPLICATE, incoming, result.entry.outputs, failure.reason)
-        return publish(deps, Outcome.PAUSED, incoming, entry.outputs, failure.reason)
-    return None
+            return _Settled(publish(deps, Outcome.DUPLICATE, incoming, result.entry.outputs, failure.reason))
+        return _Settled(publish(deps, Outcome.PAUSED, incoming, entry.outputs, failure.reason))
+
+    return retry_on_conflict(attempt, exhausted=lambda: _Settled(None)).result
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """What a pause attempt came to (``None``: no running run to pause); a conflict retries instead."""
+
+    result: StageResult | None
 
 
 def paused_for(store: WorkflowStore, incoming: Envelope) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from intentbus.ids import canonical_json
@@ -51,7 +52,7 @@ def json_bytes(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
 
 
-def entry_size(entry: dict[str, Any]) -> int:
+def entry_size(entry: Mapping[str, object]) -> int:
     """A PutEvents entry's size as EventBridge calculates it: Time (14 bytes when given), Source,
     DetailType, Detail and each of Resources in UTF-8. ``TraceHeader`` and ``EventBusName`` do not count."""
     size = TIME_BYTES if entry.get("Time") is not None else 0
@@ -59,7 +60,8 @@ def entry_size(entry: dict[str, Any]) -> int:
         value = entry.get(name)
         if isinstance(value, str):
             size += len(value.encode("utf-8", "surrogatepass"))
-    for resource in entry.get("Resources") or ():
+    resources = entry.get("Resources")
+    for resource in resources if isinstance(resources, list | tuple) else ():
         if isinstance(resource, str):
             size += len(resource.encode("utf-8", "surrogatepass"))
     return size

@@ -111,6 +111,25 @@ class Quarantine(Protocol):
         ...
 
 
+class DeskQuarantine:
+    """The quarantine of a person's desk (approvals, review): a person's decision is never malformed
+    input, so anything a desk would quarantine is a configuration fault, raised."""
+
+    def put(
+        self,
+        *,
+        stage: str,
+        reason: str,
+        field: str | None,
+        body: str,
+        message_id: str | None,
+        raw_output: str | None = None,
+    ) -> None:
+        from intentbus.errors import ConfigurationError
+
+        raise ConfigurationError(f"a desk quarantines nothing ({stage}: {reason})")
+
+
 class OutcomeInDoubt(IntentbusError):
     """Raised by work that may have left its effect behind: the runner must remember the attempt, so the
     next one goes through ``after_lapse`` (a check) instead of running the work blindly again."""

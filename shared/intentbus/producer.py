@@ -44,6 +44,7 @@ from intentbus.envelope import Envelope
 from intentbus.errors import MalformedInput, PublishError
 from intentbus.facts import PIPELINE_SOURCE, WORKFLOW_SOURCE
 from intentbus.inbound import normalize, parse_bus_event
+from intentbus.limits import entry_size
 from intentbus.registry import TypeRegistry
 
 if TYPE_CHECKING:
@@ -54,23 +55,9 @@ MAX_ENTRIES_PER_REQUEST = 10
 """PutEvents takes at most ten entries per request."""
 MAX_REQUEST_BYTES = 256 * 1024
 """PutEvents takes at most 256 KB per request, the entries' sizes summed as ``entry_size`` counts."""
-TIME_BYTES = 14
 """What an entry's ``Time`` counts, whatever its value."""
 RESERVED_SOURCES = (PIPELINE_SOURCE, WORKFLOW_SOURCE)
 """Sources only the pipeline speaks as; ``aws.`` sources are AWS's own."""
-
-
-def entry_size(entry: PutEventsRequestEntryTypeDef) -> int:
-    """An entry's size as EventBridge counts it toward the 256 KB limit (eb-putevent-size): ``Time`` 14
-    bytes if present; the UTF-8 bytes of ``Source``, ``DetailType``, ``Detail`` and each ``Resources``
-    entry. ``EventBusName`` and ``TraceHeader`` do not count."""
-    size = TIME_BYTES if entry.get("Time") is not None else 0
-    for name in ("Source", "DetailType", "Detail"):
-        value = entry.get(name)
-        if isinstance(value, str):
-            size += len(value.encode())
-    size += sum(len(resource.encode()) for resource in entry.get("Resources", ()))
-    return size
 
 
 @dataclass(frozen=True)

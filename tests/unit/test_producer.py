@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope, Kind
+from intentbus.limits import entry_size
 from intentbus.producer import (
     MAX_ENTRIES_PER_REQUEST,
     MAX_REQUEST_BYTES,
@@ -20,7 +21,6 @@ from intentbus.producer import (
     Producer,
     Refused,
     SendError,
-    entry_size,
 )
 
 if TYPE_CHECKING:

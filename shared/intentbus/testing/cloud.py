@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from intentbus.approvals import ApprovalDesk, Approver, Result
 from intentbus.journal import Approval
+from intentbus.ports import DeskQuarantine
 from intentbus.state import WorkflowState
 from intentbus.testing.bodies import DEFAULT_SOURCE, put_events_entry
 from intentbus.testing.pipeline import ANY_SOURCE_ANY_TENANT, DEFAULT_APPROVER, Quarantined, as_approver
@@ -179,7 +180,7 @@ class CloudPipeline:
                 claims,
                 claim_check_threshold(dict(stage_environment)),
             ),
-            quarantine=_NoQuarantine(),
+            quarantine=DeskQuarantine(),
             clock=_VirtualNow(self.cloud.clock),
             environment=stage_environment.get("INTENTBUS_ENVIRONMENT", "dev"),
             producers=ProducerBindings.none(),
@@ -196,19 +197,3 @@ class CloudPipeline:
         return self.desk.decide(
             tenant_id=tenant_id, approval_id=approval_id, approver=who, approve=approve, reason=reason
         )
-
-
-class _NoQuarantine:
-    """A person's decision is never malformed input."""
-
-    def put(
-        self,
-        *,
-        stage: str,
-        reason: str,
-        field: str | None,
-        body: str,
-        message_id: str | None,
-        raw_output: str | None = None,
-    ) -> None:
-        raise AssertionError(f"a desk quarantines nothing ({stage}: {reason})")
