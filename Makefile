@@ -66,8 +66,13 @@ build: $(STAMP) $(SAM_STAMP)
 	ARCHITECTURE=$(ARCHITECTURE) $(SAM) build --parameter-overrides Architecture=$(ARCHITECTURE)
 	$(BIN)/python -m intentbus_build.check .aws-sam/build --parameter Architecture=$(ARCHITECTURE)
 
+# LOAD=N instead: N inputs through the local cloud, queue depth and latency per stage drawn in .bench/load-N.png.
 bench: $(STAMP)
+ifdef LOAD
+	$(BIN)/python -m tests.bench.load $(LOAD)
+else
 	$(BIN)/python -m tests.bench.run
+endif
 
 # Seeded fault schedules with the invariant checker; FAULTS=N for a longer run, FAULTS_SEED=S to replay.
 faults: $(STAMP)

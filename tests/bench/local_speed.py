@@ -62,7 +62,7 @@ def run_inputs(count: int) -> dict[str, Any]:
     from intentbus_local.cloud import LocalCloud
 
     inputs = tool_calls(count)
-    with _quiet():
+    with quiet():
         started = time.perf_counter()
         cloud = LocalCloud(parameters={"Environment": "dev"})
         cloud.start()
@@ -105,7 +105,7 @@ def measure_local() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """moto's warnings about resources it does not model kept out of the figures."""
     moto_logger = logging.getLogger("moto")
     level = moto_logger.level
