@@ -12,8 +12,9 @@ this process. Returns:
   the process's CPU seconds over the same span (steadier than wall time on a busy machine);
 - ``start_seconds_400``: starting that local cloud (deploying the template), which is not counted above.
 
-``measure_faults()`` runs ``intentbus faults``' default schedules on 2 workers and returns
-``schedules_per_second``, ``schedules``, ``seconds`` and ``violations`` (which must be 0).
+``measure_faults()`` runs ``make faults``' schedules (40, seed 7) on 2 workers through the CLI and
+returns ``schedules_per_second``, ``schedules``, ``workers``, ``seconds``, ``violations`` (which must be
+0) and ``exit_status``.
 
 ``python -m tests.bench.local_speed`` prints both.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -104,6 +106,50 @@ def measure_local() -> dict[str, Any]:
     }
 
 
+FAULT_WORKFLOWS = (
+    "intentbus.workflows.incident,intentbus.workflows.direct_tool,intentbus_faults.fanout_workflow"
+)
+"""What ``make faults`` runs."""
+FAULT_SCHEDULES = 40
+FAULT_WORKERS = 2
+FAULT_SEED = 7
+
+
+def measure_faults() -> dict[str, Any]:
+    """``make faults``' schedules (40 of them, seed 7) on 2 workers, through the CLI."""
+    import tempfile
+
+    from intentbus_cli.main import main as intentbus
+
+    with tempfile.TemporaryDirectory() as folder, quiet():
+        tallies = Path(folder) / "faults.json"
+        status = intentbus(
+            [
+                "faults",
+                "--workflows",
+                FAULT_WORKFLOWS,
+                "--schedules",
+                str(FAULT_SCHEDULES),
+                "--workers",
+                str(FAULT_WORKERS),
+                "--seed",
+                str(FAULT_SEED),
+                "--json",
+                str(tallies),
+            ]
+        )
+        outcome = json.loads(tallies.read_text())
+    seconds = float(outcome["wall_seconds"])
+    return {
+        "schedules_per_second": round(outcome["schedules"] / seconds, 2),
+        "schedules": outcome["schedules"],
+        "workers": outcome["workers"],
+        "seconds": round(seconds, 2),
+        "violations": len(outcome["violations"]),
+        "exit_status": status,
+    }
+
+
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
     """moto's warnings about resources it does not model kept out of the figures."""
@@ -123,12 +169,17 @@ def _lines(figures: dict[str, Any]) -> Iterator[str]:
         yield f"  {key}: {value}"
 
 
-def main() -> int:
-    local = measure_local()
-    print("local cloud (direct tool calls):")
-    print("\n".join(_lines(local)))
+def main(argv: list[str]) -> int:
+    """``python -m tests.bench.local_speed [local|faults]`` (both by default)."""
+    wanted = set(argv) or {"local", "faults"}
+    if "local" in wanted:
+        print("local cloud (direct tool calls):")
+        print("\n".join(_lines(measure_local())), flush=True)
+    if "faults" in wanted:
+        print("fault harness:")
+        print("\n".join(_lines(measure_faults())), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
