@@ -199,11 +199,13 @@ def watch_pipeline(
     progress: Progress,
     *,
     inputs: int,
+    sent: Callable[[], int] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Callable[[], None]:
     """Keeps ``progress`` on the local cloud's run of ``inputs``: in flight per stage (each stage queue's
-    messages), and as done the inputs no longer in any stage queue (at most ``inputs``, never going back:
-    a fan-out has more messages than inputs). Returns the function that stops watching."""
+    messages), and as done the inputs sent (``sent()``, by default all of them) that are no longer in any
+    stage queue (never going back: a workflow's outcome events queue up behind the inputs that made
+    them). Returns the function that stops watching."""
     last = [float("-inf")]
 
     def sample(_: Any = None) -> None:
@@ -212,8 +214,11 @@ def watch_pipeline(
             return
         last[0] = now
         depths = cloud.stage_depths()
-        done = max(progress.done, inputs - sum(depths.values()))
-        progress.update(done=min(inputs, done), total=inputs, detail=depths)
+        out = (inputs if sent is None else sent()) - sum(depths.values())
+        detail = describe(depths)
+        if sent is not None:
+            detail = f"sent {sent()}" + (f"; {detail}" if detail else "")
+        progress.update(done=min(inputs, max(progress.done, out)), total=inputs, detail=detail)
 
     sample()
     return cloud.add_observer(sample)

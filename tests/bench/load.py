@@ -44,6 +44,7 @@ class LoadRun:
 
 
 def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
+    from intentbus_cli.progress import Progress, watch_pipeline
     from intentbus_local.cloud import LocalCloud
 
     out_dir = out_dir or ROOT / ".bench"
@@ -60,16 +61,20 @@ def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
 
         cloud.add_observer(sample)
         wall = time.perf_counter()
-        for start in range(0, count, WAVE):
-            wave = [envelope for _, envelope in inputs[start : start + WAVE]]
-            cloud.put_events([_entry(envelope) for envelope in wave])
-            sent = cloud.clock.now()
-            run.sent_at.update((envelope["run_id"], sent) for envelope in wave)
-            cloud.run_until_idle(max_invocations=INVOCATIONS_PER_WAVE, raise_on_limit=False)
-            sample()
-        summary = cloud.run_until_idle(
-            max_invocations=40 * count, deadline_seconds=7200, raise_on_limit=False
-        )
+        with Progress("load run", total=count, unit="inputs done") as progress:
+            watch_pipeline(cloud, progress, inputs=count, sent=lambda: len(run.sent_at))
+            for start in range(0, count, WAVE):
+                wave = [envelope for _, envelope in inputs[start : start + WAVE]]
+                cloud.put_events([_entry(envelope) for envelope in wave])
+                sent = cloud.clock.now()
+                run.sent_at.update((envelope["run_id"], sent) for envelope in wave)
+                cloud.run_until_idle(max_invocations=INVOCATIONS_PER_WAVE, raise_on_limit=False)
+                sample()
+            summary = cloud.run_until_idle(
+                max_invocations=40 * count, deadline_seconds=7200, raise_on_limit=False
+            )
+            if summary.idle:
+                progress.update(done=count, detail="")
         seconds = time.perf_counter() - wall
         last_sample[0] = float("-inf")
         sample()

@@ -78,3 +78,12 @@ def test_the_pipeline_watch_counts_inputs_out_of_every_stage_queue_and_never_goe
         assert progress.done == 100
         stop()
     assert cloud.observers == []
+
+
+def test_while_inputs_are_still_being_sent_only_those_sent_can_be_done() -> None:
+    cloud, clock = FakeCloud(), Clock()
+    cloud.depths = {"validate": 60, "execute": 0}
+    sent = [100]
+    with Progress("load run", total=1000, stream=io.StringIO(), clock=clock) as progress:
+        watch_pipeline(cloud, progress, inputs=1000, sent=lambda: sent[0], clock=clock)
+        assert (progress.done, progress.detail) == (40, "sent 100; in flight: validate 60")
