@@ -126,8 +126,10 @@ class CallTracker:
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         function = self._logical.get(call.function, call.function)
-        if function == EXECUTE and self._is_in_progress_put(call):
-            self._current = str(call.params["Item"]["id"]["S"])
+        if function == EXECUTE:
+            taken = in_progress_put(call.service, call.operation, call.params, self._idempotency_table)
+            if taken is not None:
+                self._current = taken
         self._seq += 1
         made = MadeCall(
             seq=self._seq,
@@ -145,14 +147,6 @@ class CallTracker:
             raise
         self.made.append(replace(made, ok=True))
         return response
-
-    def _is_in_progress_put(self, call: Call) -> bool:
-        item = call.params.get("Item", {})
-        return (
-            (call.service, call.operation) == ("dynamodb", "PutItem")
-            and call.params.get("TableName") == self._idempotency_table
-            and item.get("status", {}).get("S") == _IN_PROGRESS
-        )
 
 
 @dataclass
@@ -496,14 +490,10 @@ class FaultHarness:
                 obs.effects.append(
                     Effect(made.seq, made.record, f"{made.service}.{made.operation}", made.params)
                 )
-            if made.function == EXECUTE and made.params.get("TableName") == idempotency_table:
-                item = made.params.get("Item", {})
-                if (
-                    made.operation == "PutItem"
-                    and item.get("status", {}).get("S") == _IN_PROGRESS
-                    and made.ok
-                ):
-                    obs.taken_at.setdefault(str(item["id"]["S"]), made.seq)
+            if made.function == EXECUTE and made.ok:
+                taken = in_progress_put(made.service, made.operation, made.params, idempotency_table)
+                if taken is not None:
+                    obs.taken_at.setdefault(taken, made.seq)
             if made.ok and made.operation == "TransactWriteItems":
                 for run in _ended(made.params):
                     obs.ended_at.setdefault(run, made.seq)
@@ -603,6 +593,20 @@ def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
         virtual_seconds_advanced=first.virtual_seconds_advanced + second.virtual_seconds_advanced,
         wall_seconds=first.wall_seconds + second.wall_seconds,
     )
+
+
+def in_progress_put(service: str, operation: str, params: dict[str, Any], table: str) -> str | None:
+    """The idempotency record a call puts in progress, on its own or in the guard's transaction."""
+    if service != "dynamodb":
+        return None
+    puts = [params] if operation == "PutItem" else []
+    if operation == "TransactWriteItems":
+        puts = [action["Put"] for action in params.get("TransactItems", []) if "Put" in action]
+    for put in puts:
+        item = put.get("Item", {})
+        if put.get("TableName") == table and item.get("status", {}).get("S") == _IN_PROGRESS:
+            return str(item["id"]["S"])
+    return None
 
 
 def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
