@@ -51,6 +51,13 @@ from intentbus_faults.invariants import (
     idempotency_record_id,
     safe_repeats,
 )
+from intentbus_faults.redis_store import (
+    Lapses,
+    RedisStore,
+    counting_dynamodb_lapses,
+    redis_store,
+    tracking_redis_puts,
+)
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
 from intentbus_faults.speedups import moto_fast_paths
 from intentbus_local import report, seed
@@ -162,6 +169,8 @@ class ScheduleResult:
     observation: Observation | None = None
     forged: list[tuple[Forged, str]] = field(default_factory=list)
     """Each forged message and where it ended (``invariants.forged_end``)."""
+    lapses: int = 0
+    """In-progress puts that replaced a lapsed lease (the attempt went to the reconcile path)."""
 
 
 class FaultHarness:
@@ -176,7 +185,12 @@ class FaultHarness:
         logs_dir: Path | None = None,
         max_invocations: int = 1500,
         deadline_seconds: float = 120.0,
+        idempotency: str = "dynamodb",
     ) -> None:
+        """``idempotency``: execute's store, "dynamodb" or "redis" (a ``redis-server`` of its own)."""
+        self._idempotency = idempotency
+        self.lapses = Lapses()
+        self.redis: RedisStore | None = None
         self._workflows = workflows
         self._template = template
         self.drive = drive
@@ -211,6 +225,9 @@ class FaultHarness:
             parameters["ProducerBindings"] = ";".join(
                 [PRODUCER_BINDINGS, *(f"{source}=*" for source in self.drive.sources)]
             )
+        if self._idempotency == "redis":
+            self.redis = self._stack.enter_context(redis_store())
+            parameters |= self.redis.parameters()
         cloud = LocalCloud(
             mode="inprocess",
             template_path=self._template,
@@ -232,6 +249,11 @@ class FaultHarness:
         self._stack.enter_context(_production_incidents_by_their_label())
         self._stack.enter_context(_recording_landings(self.landings))
         self.tracker = CallTracker(topology.functions, topology.tables["IdempotencyTable"])
+        if self.redis is not None:
+            self._stack.enter_context(
+                tracking_redis_puts(self.tracker, topology.tables["IdempotencyTable"], self.lapses)
+            )
+        self._stack.enter_context(counting_dynamodb_lapses(self.lapses))
         self.call_faults = CallFaults(cloud.clock, topology.functions)
         self.delivery_faults = DeliveryFaults(cloud.clients.sqs())
         cloud.poller.faults = self.delivery_faults
@@ -270,6 +292,7 @@ class FaultHarness:
     def run(self, schedule: Schedule) -> ScheduleResult:
         started = time.monotonic()
         cloud = self.cloud
+        self.lapses.replaced.clear()
         self._reset_world()
         self.calls.calls.clear()
         self.tracker.made.clear()
@@ -325,6 +348,7 @@ class FaultHarness:
             wall_seconds=time.monotonic() - started,
             observation=observation,
             forged=[(forged, forged_end(observation, forged)) for forged in observation.forged],
+            lapses=len(self.lapses.replaced),
         )
 
     def _next_sweep(self) -> RunSummary:
@@ -445,6 +469,9 @@ class FaultHarness:
             obs.model_calls.setdefault(asked.key, []).append(asked.seq)
         self._observe_calls(obs)
         for record in obs.taken_at:
+            if self.redis is not None:
+                obs.idempotency[record] = self.redis.record(record)
+                continue
             got = ddb.get_item(
                 TableName=topology.tables["IdempotencyTable"], Key={"id": {"S": record}}, ConsistentRead=True
             )
