@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+)
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
@@ -194,3 +197,21 @@ def test_a_redis_restart_loses_results_and_the_command_runs_again(store: Store) 
     expected = ["first", "again"] if store.name == "redis" else ["first"]
     assert calls == expected
     assert again == {"ran": expected[-1]}
+
+
+def test_an_unreachable_redis_runs_nothing_and_fails_the_record_for_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Redis down: the in-progress put cannot be made, so the tool never runs; the error fails the
+    record and SQS delivers it again (then to its DLQ): nothing is lost."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
+    with redis_server() as server:
+        host, port = server.host, server.port
+    persistence = LeasedCachePersistenceLayer(redis_client(host, port, tls=False, timeout_seconds=0.5))
+    runner = PowertoolsIdempotentRunner.over(persistence, persistence, retention_seconds=RETENTION)
+    runner.bind(lambda_context())
+    calls: list[str] = []
+
+    with pytest.raises(IdempotencyPersistenceLayerError):
+        runner.run(command("k9"), counting(calls, "ran"))
+    assert calls == []
