@@ -44,8 +44,9 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
 
     Keys: ``guard_only_ms`` (the guard's claim alone, no store), ``dynamodb_added_ms`` and
     ``redis_added_ms`` (what each store adds to it per record), ``redis_to_dynamodb`` (the ratio of the
-    two added latencies, same run), ``dynamodb_calls`` and ``redis_calls`` (round trips per record:
-    DynamoDB 2 with the fold, Redis 3 of which 1 is DynamoDB's guard), ``records``.
+    two added latencies, same run), ``dynamodb_store_calls`` (round trips per record on DynamoDB, the
+    guard's included), ``redis_store_calls`` (on Redis, the guard's included) and of them
+    ``redis_store_dynamodb_calls``, ``records``.
     """
     os.environ.setdefault("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
     with _moto_dynamodb() as dynamodb, redis_server() as server:
@@ -58,7 +59,8 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
         on_dynamodb = PowertoolsIdempotentRunner(
             create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, guard=guard
         )
-        persistence = LeasedCachePersistenceLayer(redis_client(server.host, server.port, tls=False))
+        redis = redis_client(server.host, server.port, tls=False)
+        persistence = LeasedCachePersistenceLayer(redis)
         on_redis = PowertoolsIdempotentRunner.over(persistence, persistence, retention_seconds=3600)
         for runner in (on_dynamodb, on_redis):
             runner.bind(lambda_context(remaining_millis=600_000))
@@ -78,6 +80,7 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
         for _ in range(rounds):
             for name, mode in modes.items():
                 samples[name].append(_per_record_ms(mode, records_per_round))
+        calls = {name: _calls_per_record(mode, dynamodb, redis) for name, mode in modes.items()}
     guard_ms = statistics.median(samples["guard"])
     dynamodb_added = statistics.median(samples["dynamodb"]) - guard_ms
     redis_added = statistics.median(samples["redis"]) - guard_ms
@@ -86,8 +89,9 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
         "dynamodb_added_ms": round(dynamodb_added, 3),
         "redis_added_ms": round(redis_added, 3),
         "redis_to_dynamodb": round(redis_added / dynamodb_added, 3) if dynamodb_added > 0 else 0.0,
-        "dynamodb_calls": 2,
-        "redis_calls": 3,
+        "dynamodb_store_calls": calls["dynamodb"][0],
+        "redis_store_calls": calls["redis"][0] + calls["redis"][1],
+        "redis_store_dynamodb_calls": calls["redis"][0],
         "records": records_per_round * rounds,
     }
 
@@ -102,6 +106,32 @@ def _through(runner: IdempotentRunner, guard: DynamoExecutionGuard) -> None:
         return {"ok": True}
 
     runner.run(_command(), work, claim=request)
+
+
+def _calls_per_record(
+    mode: Callable[[], None], dynamodb: Any, redis: Any, records: int = 10
+) -> tuple[float, float]:
+    """(DynamoDB calls, Redis commands) per record."""
+    counted = {"dynamodb": 0, "redis": 0}
+
+    def count_dynamodb(**_: Any) -> None:
+        counted["dynamodb"] += 1
+
+    execute = redis.execute_command
+
+    def count_redis(*args: Any, **kwargs: Any) -> Any:
+        counted["redis"] += 1
+        return execute(*args, **kwargs)
+
+    dynamodb.meta.events.register("before-call.dynamodb", count_dynamodb)
+    redis.execute_command = count_redis
+    try:
+        for _ in range(records):
+            mode()
+    finally:
+        dynamodb.meta.events.unregister("before-call.dynamodb", count_dynamodb)
+        redis.execute_command = execute
+    return counted["dynamodb"] / records, counted["redis"] / records
 
 
 def _per_record_ms(mode: Callable[[], None], records: int) -> float:
