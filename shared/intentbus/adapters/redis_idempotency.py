@@ -115,7 +115,7 @@ def redis_client(
     """A client for the endpoint; ``secret``: the AUTH token, plain or JSON ``username``/``password``."""
     import redis
 
-    username, password = _credentials(secret)
+    username, password = auth_credentials(secret)
     return redis.Redis(
         host=host,
         port=port,
@@ -128,7 +128,7 @@ def redis_client(
     )
 
 
-def _credentials(secret: str | None) -> tuple[str | None, str | None]:
+def auth_credentials(secret: str | None) -> tuple[str | None, str | None]:
     if not secret:
         return None, None
     try:
