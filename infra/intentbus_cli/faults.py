@@ -13,6 +13,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -85,6 +86,8 @@ def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         parser.error(f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+    if args.idempotency == "redis" and shutil.which("redis-server") is None:
+        parser.error("--idempotency redis needs redis-server on PATH (Debian: apt-get install redis-server)")
     if args.events is not None and not args.events.is_file():
         parser.error(f"--events {args.events}: no such file")
     seed = _from_env(parser, args.seed, "FAULTS_SEED", random.randrange(10**6))
