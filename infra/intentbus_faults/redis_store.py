@@ -9,6 +9,7 @@ only: Redis' own calls are never failed, but crashes and timeouts around them st
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -44,8 +45,12 @@ class RedisStore:
 
     def record(self, record_id: str) -> dict[str, Any]:
         """The record as the invariants read a DynamoDB item: attribute name -> plain value."""
-        found = redis_idempotency.redis_client(self.server.host, self.server.port, tls=False).get(record_id)
+        found = self._client.get(record_id)
         return {} if found is None else dict(json.loads(str(found)))
+
+    @functools.cached_property
+    def _client(self) -> Any:
+        return redis_idempotency.redis_client(self.server.host, self.server.port, tls=False)
 
 
 @contextlib.contextmanager
