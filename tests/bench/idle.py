@@ -2,7 +2,8 @@
 
 Read from template.yaml with its default parameters (a resource under a condition that is off by
 default is left out): CloudWatch alarms (billed per metric each evaluates), dashboards, KMS keys,
-the scheduled functions' invocations, and the SQS mappings' empty long polls.
+the scheduled functions' invocations, the SQS mappings' empty long polls, and the expiry sweep's
+custom metrics and index queries. ``total`` is their sum, before any free tier.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS
 from intentbus_local.template import read_sam
 from tests.bench import prices
 
@@ -21,22 +23,31 @@ SCHEDULED_SECONDS_PER_INVOCATION = 0.1
 IDLE_POLLS_PER_MAPPING = 5
 """Assumption: Lambda keeps about five 20-second long polls open per SQS mapping on an idle queue."""
 LONG_POLL_SECONDS = 20
+SWEEP_METRICS = 3
+"""The expiry sweep's custom metrics (approvals_expired, approvals_pending, approval_oldest_age),
+published every minute whether anything waits or not."""
+EXPIRY_SWEEP = "ExpireApprovalsFunction"
+SWEEP_QUERIES = DUE_APPROVAL_SHARDS + 1
+"""Index queries per sweep: one per shard of gsi2 and one of its key from before the shards."""
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours)\)")
 
 
 def idle_monthly(template: Path) -> dict[str, float]:
     resources = _default_resources(read_sam(template)["Resources"])
     memory = int(read_sam(template).get("Globals", {}).get("Function", {}).get("MemorySize", 128))
-    alarms = sum(_alarm_metrics(r["Properties"]) for r in resources if r["Type"] == "AWS::CloudWatch::Alarm")
-    dashboards = sum(1 for r in resources if r["Type"] == "AWS::CloudWatch::Dashboard")
-    keys = sum(1 for r in resources if r["Type"] == "AWS::KMS::Key")
-    schedules, mappings = 0.0, 0
-    for resource in resources:
+    typed = list(resources.values())
+    alarms = sum(_alarm_metrics(r["Properties"]) for r in typed if r["Type"] == "AWS::CloudWatch::Alarm")
+    dashboards = sum(1 for r in typed if r["Type"] == "AWS::CloudWatch::Dashboard")
+    keys = sum(1 for r in typed if r["Type"] == "AWS::KMS::Key")
+    schedules, sweeps, mappings = 0.0, 0.0, 0
+    for logical_id, resource in resources.items():
         if resource["Type"] != "AWS::Serverless::Function":
             continue
         for event in resource["Properties"].get("Events", {}).values():
             if event["Type"] == "Schedule":
                 schedules += _per_month(event["Properties"]["Schedule"])
+                if logical_id == EXPIRY_SWEEP:
+                    sweeps += _per_month(event["Properties"]["Schedule"])
             elif event["Type"] == "SQS":
                 mappings += 1
     per_invocation = prices.LAMBDA_PER_REQUEST + (
@@ -49,7 +60,10 @@ def idle_monthly(template: Path) -> dict[str, float]:
         "kms_keys": keys * prices.KMS_PER_KEY_MONTH,
         "scheduled_functions": schedules * per_invocation,
         "idle_sqs_polls": polls * prices.SQS_PER_REQUEST,
+        "sweep_custom_metrics": SWEEP_METRICS * prices.CLOUDWATCH_PER_CUSTOM_METRIC_MONTH,
+        "sweep_index_queries": sweeps * SWEEP_QUERIES * 0.5 * prices.DYNAMODB_PER_READ_UNIT,
     }
+    figures["total"] = sum(figures.values())
     return {name: round(value, 2) for name, value in figures.items()} | {
         "alarm_metrics": alarms,
         "scheduled_invocations": schedules,
@@ -57,10 +71,10 @@ def idle_monthly(template: Path) -> dict[str, float]:
     }
 
 
-def _default_resources(resources: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _default_resources(resources: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The resources a deployment with the default parameters creates: conditional ones are off by
     default in this template (audit trail, repair path, an OTel collector layer)."""
-    return [resource for resource in resources.values() if "Condition" not in resource]
+    return {name: resource for name, resource in resources.items() if "Condition" not in resource}
 
 
 def _alarm_metrics(properties: Mapping[str, Any]) -> int:
