@@ -53,6 +53,8 @@ def test_a_tenants_runs_spread_over_every_shard_and_all_come_back(aws: None) -> 
     assert len(keys) == RUN_LIST_SHARDS
     assert max(keys.values()) <= 64 / RUN_LIST_SHARDS * 2  # no shard takes the tenant's writes
     assert sorted(state.run_id for state in store.runs(TENANT)) == sorted(runs)
+    # the attack: another tenant lists runs; its shards are keyed by its own id, so it sees none
+    assert store.runs("intruder") == []
 
 
 def test_the_run_listing_moves_only_when_the_status_does() -> None:
