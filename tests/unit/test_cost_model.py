@@ -3,10 +3,12 @@ by what the write changed."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from intentbus_faults.calls import Call
 from tests.bench.capacity import CapacityMeter, item_size, read_units, write_units
+from tests.bench.idle import idle_monthly
 
 TABLE = {
     "Table": {
@@ -83,3 +85,11 @@ def test_a_transaction_bills_two_units_per_kilobyte_per_item() -> None:
     meter(Call("f", "dynamodb", "TransactWriteItems", {"TransactItems": actions}), commit)
     assert meter.usage.write_units == {"t": 2 * 2 + 2 * 1}
     assert meter.usage.transactional_items == 2
+
+
+def test_idle_costs_are_read_from_the_template() -> None:
+    idle = idle_monthly(Path(__file__).resolve().parents[2] / "template.yaml")
+    assert idle["sqs_mappings"] == 5  # the five stages' mappings poll even when nothing flows
+    assert idle["alarm_metrics"] >= 14
+    parts = ("alarms", "dashboards", "kms_keys", "scheduled_functions", "idle_sqs_polls")
+    assert idle["total"] >= sum(idle[part] for part in parts)
