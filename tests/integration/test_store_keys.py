@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+from intentbus.adapters.dynamodb_park import PARKED_SHARDS, DynamoParkStore
 from intentbus.adapters.dynamodb_store import (
     ENTRY_COMPRESSED,
     DynamoWorkflowStore,
@@ -18,6 +20,7 @@ from intentbus.adapters.dynamodb_store import (
 )
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS
 from intentbus.journal import ApprovalStatus, Commit, CommitStatus
+from intentbus.parked import Parked, ParkStatus
 from intentbus.state import Status
 from intentbus.telemetry import ALL_PENDING_BY
 from tests.integration.conftest_moto import aws, client, create_workflow_table  # noqa: F401
@@ -151,3 +154,45 @@ def test_a_log_entry_is_stored_compressed_and_smaller() -> None:
     plain = log_entry("decide", "in-1", outputs=outputs).model_dump_json().encode()
     assert len(item[ENTRY_COMPRESSED]["B"]) < len(plain) / 2
     assert item["pk"]["S"] == run_pk(TENANT, RUN)
+
+
+def test_a_flood_of_parked_inputs_spreads_over_shards_and_older_ones_are_still_listed(
+    aws: None,  # noqa: F811
+) -> None:
+    _, dynamodb, table = store_on_moto()
+    parks = DynamoParkStore(table, dynamodb)
+    flood = [
+        Parked(
+            tenant_id=f"tenant-{n % 2}",
+            park_id=f"msg-{n}",
+            status=ParkStatus.PARKED,
+            stage="validate",
+            quarantine_reason="not JSON",
+            body="{",
+            at=T0 + timedelta(seconds=n),
+        )
+        for n in range(32)
+    ]
+    for parked in flood:
+        assert parks.create(parked)
+    before = replace(flood[0], park_id="msg-old", at=T0 - timedelta(days=1))
+    legacy = {
+        "pk": {"S": f"T#{before.tenant_id}#REPAIR"},
+        "sk": {"S": "msg-old"},
+        "tenant_id": {"S": before.tenant_id},
+        "at": {"S": before.at.isoformat()},
+        "status": {"S": ParkStatus.PARKED.value},
+        "stage": {"S": "validate"},
+        "quarantine_reason": {"S": "not JSON"},
+        "body": {"S": "{"},
+        "gsi1pk": {"S": "REPAIRS#PARKED"},
+        "gsi1sk": {"S": f"{before.at.isoformat()}#{before.tenant_id}#msg-old"},
+    }
+    dynamodb.put_item(TableName=table, Item=legacy)
+    items = dynamodb.scan(TableName=table)["Items"]
+    flooded = Counter(item["gsi1pk"]["S"] for item in items if item["sk"]["S"] in {p.park_id for p in flood})
+    assert "REPAIRS#PARKED" not in flooded
+    assert len(flooded) <= PARKED_SHARDS
+    assert max(flooded.values()) <= len(flood) / 4  # no one key takes the flood
+    listed = parks.waiting_everywhere()
+    assert [parked.park_id for parked in listed] == ["msg-old", *(parked.park_id for parked in flood)]
