@@ -199,10 +199,11 @@ class TestOnOneStack:
             ("sk", "RANGE"),
         }
         indexes = {gsi["IndexName"]: gsi for gsi in workflow["GlobalSecondaryIndexes"]}
-        assert sorted(indexes) == ["gsi1", "gsi2"]
+        assert sorted(indexes) == ["gsi1", "gsi2", "gsi3"]
         for name, gsi in indexes.items():
             assert [k["AttributeName"] for k in gsi["KeySchema"]] == [f"{name}pk", f"{name}sk"]
-            assert gsi["Projection"]["ProjectionType"] == "ALL"
+        projections = {name: gsi["Projection"]["ProjectionType"] for name, gsi in indexes.items()}
+        assert projections == {"gsi1": "ALL", "gsi2": "ALL", "gsi3": "KEYS_ONLY"}
         assert workflow["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
         for table, ttl_attribute in (("WorkflowTable", "ttl"), ("IdempotencyTable", "expiration")):
             ttl = dynamodb.describe_time_to_live(TableName=topology.tables[table])["TimeToLiveDescription"]
