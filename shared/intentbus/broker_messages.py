@@ -128,6 +128,8 @@ def _rabbitmq_id(key: str, raw: Mapping[str, Any]) -> str:
 def _kafka_parts(raw: Mapping[str, Any]) -> tuple[bytes | None, dict[str, str]]:
     """The record's value (``None``: it has none) and its headers as text."""
     record = dict(raw)
+    _check_kafka_headers(record.get("headers"))
+    record["headers"] = [dict(header) for header in record["headers"]]  # the model decodes in place
     value_text = record.get("value")
     record["value"] = ""  # read below, as bytes: the model insists on UTF-8 text
     try:
@@ -144,6 +146,20 @@ def _kafka_parts(raw: Mapping[str, Any]) -> tuple[bytes | None, dict[str, str]]:
                 raise MalformedInput(f"header {name!r} appears twice with different values", field=name)
             headers[name] = text
     return (None if value_text is None else _base64(value_text, "value")), headers
+
+
+def _check_kafka_headers(headers: Any) -> None:
+    """What Powertools' model would trip over with a TypeError rather than tell."""
+    shaped = isinstance(headers, list) and all(
+        isinstance(header, dict)
+        and all(
+            isinstance(value, list) and all(isinstance(b, int) and -128 <= b <= 255 for b in value)
+            for value in header.values()
+        )
+        for header in headers
+    )
+    if not shaped:
+        raise MalformedInput("headers is not a list of {name: [byte, ...]}", field="headers")
 
 
 def _rabbitmq_parts(raw: Mapping[str, Any]) -> tuple[bytes | None, dict[str, str], str | None]:
