@@ -167,3 +167,52 @@ def test_the_same_file_ends_in_the_same_buckets_on_the_bus_and_through_rabbitmq(
     assert buckets["rabbitmq"] == buckets["bus"]
     assert {bucket for _, bucket in buckets["bus"]} >= {"applied", "duplicate", "quarantined"}
     assert "lost" not in {bucket for _, bucket in buckets["bus"]}
+
+
+def test_binary_mode_cloudevents_through_rabbitmq_and_a_forged_tenant_header(
+    rabbitmq: RabbitMqServer, tmp_path: Path
+) -> None:
+    """AMQP binding: attributes as ``cloudEvents_`` headers, the data as the body. The attack: a producer
+    that may write the queue claims a tenant its binding does not name, in a header."""
+    queue = rabbitmq_ingress.new_queue()
+    parameters = rabbitmq_ingress.stack_parameters(queue)
+    parameters["BrokerBindings"] = f"rabbitmq:{queue}=org_enterprise_alpha from monitoring.example"
+    event = seed.latency_event()
+    with LocalCloud(mode="inprocess", logs_dir=tmp_path / "logs", parameters=parameters) as cloud:
+        connection = pika.BlockingConnection(pika.URLParameters(rabbitmq.url))
+        channel = connection.channel()
+        channel.queue_declare(queue=queue, durable=True)
+        for message_id, tenant in (("m-good", "org_enterprise_alpha"), ("m-forged", "org_other")):
+            headers = {
+                "cloudEvents_specversion": "1.0",
+                "cloudEvents_id": f"ce-{message_id}",
+                "cloudEvents_source": "monitoring.example",
+                "cloudEvents_type": "ServiceLatencyIncreased",
+                "cloudEvents_tenantid": tenant,
+            }
+            channel.basic_publish(
+                exchange="",
+                routing_key=queue,
+                body=json.dumps(event["payload"]).encode(),
+                properties=pika.BasicProperties(
+                    content_type="application/json", message_id=message_id, headers=headers
+                ),
+            )
+        connection.close()
+
+        batches = rabbitmq_ingress.deliver(cloud, rabbitmq.url)
+        assert [batch.message_ids for batch in batches] == [("m-good", "m-forged")]
+        assert all(batch.acknowledged for batch in batches)  # the forged one is quarantined, not retried
+        (quarantined,) = [json.loads(m.body) for m in cloud.queue_messages("QuarantineQueue")]
+        assert quarantined["source_message_id"] == "m-forged"
+        assert quarantined["reason"] == (
+            f"rabbitmq:{queue}::/ is not bound to tenant 'org_other' (BrokerBindings)"
+        )
+        kept = json.loads(quarantined["body"])
+        assert kept["broker_record"]["basicProperties"]["headers"]["cloudEvents_tenantid"] == {
+            "bytes": list(b"org_other")
+        }
+        cloud.run_until_idle(max_invocations=100)
+        store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+        assert len(store.runs("org_enterprise_alpha")) == 1
+        assert store.runs("org_other") == []
