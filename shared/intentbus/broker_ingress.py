@@ -15,6 +15,7 @@ found by validate's dedup and their facts published again with the same ids, whi
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -67,14 +68,15 @@ class BrokerIngress:
     def _ingest(self, message: BrokerMessage) -> StageResult:
         try:
             detail = message.detail()
-            bus_body = self._bus_event(message, detail)
-            bus_event = parse_bus_event(bus_body)
+            event = self._bus_event(message, detail)
+            bus_event = parse_bus_event(json.dumps(event, ensure_ascii=False))
         except MalformedInput as error:
             return self.validate.reject(error, _kept(message, None), message.message_id)
         sender = BrokerSender(self.bindings, message.channel)
-        return self.validate.admit(bus_event, _kept(message, bus_body), message.message_id, sender)
+        kept = functools.partial(_kept, message, event)  # made only if it is quarantined
+        return self.validate.admit(bus_event, kept, message.message_id, sender)
 
-    def _bus_event(self, message: BrokerMessage, detail: Mapping[str, Any]) -> str:
+    def _bus_event(self, message: BrokerMessage, detail: Mapping[str, Any]) -> dict[str, Any]:
         type_name = detail.get("type", detail.get("event_type"))
         if not isinstance(type_name, str) or not type_name:
             raise MalformedInput("the body names no type", field="type")
@@ -86,25 +88,22 @@ class BrokerIngress:
             )
         if source in RESERVED_SOURCES:
             raise MalformedInput(f"source {source!r} is reserved for the pipeline", field="source")
-        return json.dumps(
-            {
-                "version": "0",
-                "id": message.message_id,
-                "detail-type": type_name,
-                "source": source,
-                "account": "",
-                "time": message.time.isoformat(),
-                "region": self.region,
-                "resources": [str(message.channel)],
-                "detail": dict(detail),
-            },
-            ensure_ascii=False,
-        )
+        return {
+            "version": "0",
+            "id": message.message_id,
+            "detail-type": type_name,
+            "source": source,
+            "account": "",
+            "time": message.time.isoformat(),
+            "region": self.region,
+            "resources": [str(message.channel)],
+            "detail": dict(detail),
+        }
 
 
-def _kept(message: BrokerMessage, bus_body: str | None) -> str:
+def _kept(message: BrokerMessage, event: Mapping[str, Any] | None) -> str:
     """What quarantine keeps: the event validate read (when there was one) and the record as delivered."""
-    kept: dict[str, Any] = {} if bus_body is None else json.loads(bus_body)
+    kept: dict[str, Any] = dict(event or {})
     kept.setdefault("id", message.message_id)
     kept.setdefault("resources", [str(message.channel)])
     kept["broker_record"] = dict(message.raw)

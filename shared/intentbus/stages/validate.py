@@ -6,6 +6,7 @@ processed marker, so a redelivered event is found and its recorded output publis
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, Protocol
@@ -95,11 +96,16 @@ class ValidateStage(Stage):
         return self.admit(bus_event, body, message_id, sender)
 
     def admit(
-        self, bus_event: EventBridgeModel, body: str, message_id: str | None, sender: InputSender
+        self,
+        bus_event: EventBridgeModel,
+        body: str | Callable[[], str],
+        message_id: str | None,
+        sender: InputSender,
     ) -> StageResult:
         """A producer's input, as an EventBridge event: accepted, a duplicate, or quarantined with the
-        reason (``body`` is what quarantine keeps). ``sender`` says whether whoever delivered it may
-        speak for its tenant: the bus's producer bindings, or a broker's (intentbus.broker_bindings)."""
+        reason (``body`` is what quarantine keeps, or makes it when needed). ``sender`` says whether whoever
+        delivered it may speak for its tenant: the bus's producer bindings, or a broker's
+        (intentbus.broker_bindings)."""
         try:
             envelope, _ = normalize(bus_event, self.deps.catalog.types)
             identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
@@ -107,7 +113,7 @@ class ValidateStage(Stage):
             if refused is not None:
                 raise MalformedInput(refused, field="tenant_id")
         except MalformedInput as error:
-            return self.reject(error, body, message_id)
+            return self.reject(error, body if isinstance(body, str) else body(), message_id)
         return self._accept(envelope, identity, sender.principal(envelope.source))
 
     def _domain_event(self, bus_event: EventBridgeModel, body: str, message_id: str | None) -> StageResult:
