@@ -77,11 +77,13 @@ def run_events(
         print(f"no ./template.yaml here: running the seed template ({project.template})")
     parameters = {"Environment": environment, "Workflows": project.workflows}
     template_path = None if built is not None else project.template
+    from intentbus_cli.project import read_parameters as project_parameters
     from intentbus_local import rabbitmq_ingress
 
     queue = rabbitmq_ingress.new_queue()
     if ingress == "rabbitmq":
-        parameters |= rabbitmq_ingress.stack_parameters(queue)
+        declared = project_parameters(project.template)
+        parameters |= rabbitmq_ingress.stack_parameters(queue, declared=declared)
     broker = rabbitmq_ingress.broker(rabbitmq_url) if ingress == "rabbitmq" else contextlib.nullcontext(None)
     with (
         broker as url,

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from intentbus.errors import ConfigurationError
 from intentbus_local.rabbitmq_mapping import MqBatch, RabbitMqMapping, mq_mappings
+from intentbus_local.rabbitmq_server import RabbitMqUnavailable
 from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
 
 if TYPE_CHECKING:
@@ -32,7 +34,15 @@ def local_bindings(queue: str = LOCAL_QUEUE) -> str:
     return f"rabbitmq:{queue}=* from {'|'.join(sources)}"
 
 
-def stack_parameters(queue: str = LOCAL_QUEUE, *, region: str = "us-east-1") -> dict[str, str]:
+def stack_parameters(
+    queue: str = LOCAL_QUEUE, *, region: str = "us-east-1", declared: Collection[str] | None = None
+) -> dict[str, str]:
+    """``declared``: the template's parameters, to say in one line when it has no Amazon MQ ingress."""
+    if declared is not None and "MqBrokerArn" not in declared:
+        raise ConfigurationError(
+            "the template declares no Amazon MQ ingress (the MqBrokerArn parameter and its mapping): "
+            "--ingress rabbitmq needs one, as this project's template.yaml has"
+        )
     return {
         "MqBrokerArn": f"arn:aws:mq:{region}:000000000000:broker:local:b-local",
         "MqQueue": queue,
@@ -49,7 +59,7 @@ def publish(url: str, queue: str, lines: Sequence[tuple[int, dict[str, Any]]]) -
     import pika
 
     sent: Sent = []
-    connection = pika.BlockingConnection(pika.URLParameters(url))
+    connection = connect(url)
     try:
         channel = connection.channel()
         channel.queue_declare(queue=queue, durable=True)
@@ -69,6 +79,21 @@ def publish(url: str, queue: str, lines: Sequence[tuple[int, dict[str, Any]]]) -
     finally:
         connection.close()
     return sent
+
+
+def connect(url: str) -> Any:
+    """A connection to ``url``, or one line saying where it could not connect (never the password)."""
+    import pika
+    import pika.exceptions
+
+    parameters = pika.URLParameters(url)
+    try:
+        return pika.BlockingConnection(parameters)
+    except pika.exceptions.AMQPError as error:
+        told = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise RabbitMqUnavailable(
+            f"cannot reach RabbitMQ at {parameters.host}:{parameters.port}: {told}"
+        ) from None
 
 
 @contextmanager

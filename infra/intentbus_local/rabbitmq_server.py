@@ -22,14 +22,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from intentbus.errors import ConfigurationError
+
 SCRIPTS = Path("/usr/lib/rabbitmq/bin")
 BOOT_DEADLINE_SECONDS = 60.0
 STOP_DEADLINE_SECONDS = 20.0
 _POLL_INTERVAL = 0.2
 
 
-class RabbitMqUnavailable(RuntimeError):
-    """No RabbitMQ here, or it did not start: the message says which, with the log's tail."""
+class RabbitMqUnavailable(ConfigurationError):
+    """No RabbitMQ here, it did not start, or the one named cannot be reached: the message says which."""
 
 
 class QuietPika:
