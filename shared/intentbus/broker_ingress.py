@@ -123,8 +123,9 @@ def broker_ingress(runtime: Runtime) -> BrokerIngress:
 @dataclass
 class BrokerIngressHandler:
     """The Lambda body of a broker mapping's function: every record in order, one log line and one span
-    each, EMF counts with ``stage`` ``ingress``. Returns an empty ``batchItemFailures``: a record never
-    fails alone (an infrastructure error raises and fails the invocation)."""
+    (``## ingress record``, or ``process ingress``) each, EMF counts with ``stage`` ``ingress``. Returns
+    an empty ``batchItemFailures``: a record never fails alone (an infrastructure error raises and fails
+    the invocation)."""
 
     logger: Logger
     tracer: Tracer
@@ -158,16 +159,21 @@ class BrokerIngressHandler:
         for message in batch:
             started = time.perf_counter()
             keys = {"stage": "ingress", "channel": str(message.channel), "message_id": message.message_id}
-            with self.logger.append_context_keys(**keys):
+            with (
+                self.logger.append_context_keys(**keys),
+                spans.active().record("ingress", message.raw, self.tracer) as span,
+            ):
                 try:
                     result = core.ingest(message)
                 except Exception:
+                    span.annotate({**keys, "outcome": telemetry.FAILED})
                     self.logger.exception("infrastructure error: the whole batch will be delivered again")
                     telemetry.add_counts(self.metrics, (telemetry.FAILED,))
                     raise
                 ids = keys | {"outcome": result.outcome.value}
                 if result.envelope is not None:
                     ids |= telemetry.envelope_ids(result.envelope)
+                span.annotate(ids)
                 self.logger.info("record processed", extra={**ids, "reason": result.reason})
             telemetry.add_counts(self.metrics, telemetry.outcome_counts("validate", result.outcome))
             telemetry.add_latency(self.metrics, (time.perf_counter() - started) * 1000)
