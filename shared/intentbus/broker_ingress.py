@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
     TimeoutError,
 )
 """What fails the invocation, to be retried whole: nothing here is the record's fault."""
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,6 +64,7 @@ class BrokerIngress:
         except INFRASTRUCTURE_ERRORS:
             raise
         except Exception as error:
+            _log.exception("record %s could not be processed; it is quarantined", message.message_id)
             reason = f"the record could not be processed: {type(error).__name__} (see the function's log)"
             return self.validate.reject(MalformedInput(reason), _kept(message, None), message.message_id)
 
