@@ -356,3 +356,40 @@ def test_bindings_parse_and_refuse_bad_configuration() -> None:
     for bad in ("kafka:t=acme", "sqs:q=acme from s", "kafka:t=Not A Tenant from s", "kafka:t=acme from "):
         with pytest.raises(ConfigurationError):
             BrokerBindings.parse(bad)
+
+
+def test_kafka_partitions_and_offsets_name_each_record_and_the_topic_binds() -> None:
+    """Records of two partitions of a hyphenated topic: each is named by its partition and offset, all
+    are bound by the topic (the partition is no part of the binding)."""
+    ingress = Ingress("kafka:orders-eu-1=acme from monitoring.example")
+
+    def record(partition: int, offset: int, value: Any) -> dict[str, Any]:
+        return kafka_record(offset, value) | {"topic": "orders-eu-1", "partition": partition}
+
+    event = msk_event()
+    event["records"] = {
+        "orders-eu-1-0": [record(0, 7, envelope("evt-p0")), record(0, 8, "%%%")],
+        "orders-eu-1-3": [record(3, 41, envelope("evt-p3"))],
+    }
+    found = list(messages(event))
+    assert [m.message_id for m in found] == ["orders-eu-1-0@7", "orders-eu-1-0@8", "orders-eu-1-3@41"]
+    assert {str(m.channel) for m in found} == {"kafka:orders-eu-1"}
+    assert [ingress.core.ingest(m).outcome for m in found] == [
+        Outcome.APPLIED,
+        Outcome.QUARANTINED,
+        Outcome.APPLIED,
+    ]
+
+
+def test_attack_structured_cloudevent_claiming_another_tenant_is_quarantined() -> None:
+    ingress = Ingress()
+    event = {
+        "specversion": "1.0",
+        "id": "ce-evil",
+        "source": "monitoring.example",
+        "type": "ServiceLatencyIncreased",
+        "tenantid": "globex",
+        "data": PAYLOAD,
+    }
+    assert ingress.run(msk_event(kafka_record(1, event))) == [Outcome.QUARANTINED]
+    assert ingress.reasons() == ["kafka:incidents is not bound to tenant 'globex' (BrokerBindings)"]
