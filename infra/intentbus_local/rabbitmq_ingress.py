@@ -129,7 +129,17 @@ def broker(url: str | None) -> Iterator[str]:
 
 
 def emit(cloud: LocalCloud, url: str, queue: str, lines: Sequence[tuple[int, dict[str, Any]]]) -> Sent:
-    """Publishes the inputs to ``queue`` and plays the mapping until the queue is empty."""
+    """Publishes the inputs to ``queue``, plays the mapping until the queue is empty, then deletes it."""
     sent = publish(url, queue, lines)
     deliver(cloud, url, max_invocations=len(lines) + 100)
+    import pika.exceptions
+
+    connection = connect(url)
+    try:  # the run's own queue, drained: a shared broker is left as it was (one not drained is kept)
+        connection.channel().queue_delete(queue=queue, if_empty=True)
+    except pika.exceptions.AMQPError:
+        pass
+    finally:
+        if connection.is_open:
+            connection.close()
     return sent
