@@ -100,7 +100,7 @@ class RabbitMqMapping:
         parameters.virtual_host = spec.vhost
         self._connection = pika.BlockingConnection(parameters)
         self._channel = self._connection.channel()
-        self._channel.queue_declare(queue=spec.queue, durable=True)
+        self._channel.queue_declare(queue=spec.queue, passive=True)  # the broker's queue, as declared there
         self.batches: list[MqBatch] = []
 
     def close(self) -> None:

@@ -35,11 +35,11 @@ def rabbitmq() -> Iterator[RabbitMqServer]:
         yield server
 
 
-def send(url: str, queue: str, body: dict[str, Any], message_id: str) -> None:
+def send(url: str, queue: str, body: dict[str, Any], message_id: str, *, declare: bool = True) -> None:
     connection = pika.BlockingConnection(pika.URLParameters(url))
     try:
         channel = connection.channel()
-        channel.queue_declare(queue=queue, durable=True)
+        channel.queue_declare(queue=queue, durable=True, passive=not declare)
         channel.basic_publish(
             exchange="",
             routing_key=queue,
@@ -216,3 +216,38 @@ def test_binary_mode_cloudevents_through_rabbitmq_and_a_forged_tenant_header(
         store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
         assert len(store.runs("org_enterprise_alpha")) == 1
         assert store.runs("org_other") == []
+
+
+def test_what_keeps_failing_goes_to_the_brokers_dead_letter_exchange(
+    rabbitmq: RabbitMqServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Amazon MQ mappings have no on-failure destination: a quorum queue's delivery limit and its
+    dead-letter exchange are where the broker parks a batch whose invocation keeps failing."""
+    queue = rabbitmq_ingress.new_queue()
+    parameters = rabbitmq_ingress.stack_parameters(queue)
+    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq.url))
+    channel = connection.channel()
+    channel.queue_declare(queue=f"{queue}-dead", durable=True)
+    channel.queue_declare(
+        queue=queue,
+        durable=True,
+        arguments={
+            "x-queue-type": "quorum",
+            "x-delivery-limit": 2,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": f"{queue}-dead",
+        },
+    )
+    connection.close()
+    with LocalCloud(mode="inprocess", logs_dir=tmp_path / "logs", parameters=parameters) as cloud:
+        send(rabbitmq.url, queue, seed.latency_event(), "m-stuck", declare=False)
+
+        def always_failing(function: str, event: Any) -> Invocation:
+            return dataclasses.replace(cloud.runtime.invoke(function, event), error=ConnectionError("down"))
+
+        monkeypatch.setattr(cloud, "invoke", always_failing)
+        batches = rabbitmq_ingress.deliver(cloud, rabbitmq.url, max_invocations=10)
+
+    assert [batch.acknowledged for batch in batches] == [False, False, False]  # the first and 2 more
+    assert depth(rabbitmq.url, queue) == 0
+    assert depth(rabbitmq.url, f"{queue}-dead") == 1
