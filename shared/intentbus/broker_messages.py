@@ -166,8 +166,11 @@ def _rabbitmq_parts(raw: Mapping[str, Any]) -> tuple[bytes | None, dict[str, str
     properties = raw.get("basicProperties", {})
     if not isinstance(properties, dict):
         raise MalformedInput("basicProperties is not an object", field="basicProperties")
+    raw_headers = properties.get("headers") or {}
+    if not isinstance(raw_headers, dict):
+        raise MalformedInput("basicProperties.headers is not an object", field="headers")
     headers: dict[str, str] = {}
-    for name, value in (properties.get("headers") or {}).items():
+    for name, value in raw_headers.items():
         if isinstance(value, dict) and isinstance(value.get("bytes"), list):
             try:
                 headers[name] = _text(bytes(b & 0xFF for b in value["bytes"]), f"header {name!r}")

@@ -68,7 +68,8 @@ rmq_messages = st.fixed_dictionaries(
                     st.builds(lambda b: {"bytes": b}, st.lists(st.integers(-300, 300), max_size=10))
                     | json_values,
                     max_size=3,
-                ),
+                )
+                | json_values,
             },
         )
         | json_values,
