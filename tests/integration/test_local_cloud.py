@@ -112,6 +112,8 @@ def test_template_functions_come_from_the_sam_template() -> None:
         "ExpireApprovalsFunction",
         "SweepDeadLettersFunction",
         "RepairFunction",  # declared; deployed only with RepairQuarantined=on
+        "KafkaIngressFunction",  # deployed only with a Kafka cluster named
+        "RabbitMqIngressFunction",  # deployed only with an Amazon MQ broker named
     }
     for stage in STAGES:
         spec = template.functions[f"{stage}Function"]
