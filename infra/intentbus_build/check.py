@@ -43,7 +43,7 @@ from intentbus_build.sizes import unzipped_bytes, zipped_bytes
 
 DEFAULT_BUILD_DIR = Path(".aws-sam/build")
 TOOLING = ("intentbus_cli", "intentbus_local", "intentbus_build", "intentbus_faults", "intentbus/testing")
-TOOLING_DEPENDENCIES = ("rich", "moto")
+TOOLING_DEPENDENCIES = ("rich", "moto", "pika")
 BACKENDS = {"intentbus/adapters/redis_idempotency.py": ("redis", "IdempotencyRedisEndpoint")}
 """An adapter a parameter switches on -> (the package it imports, the parameter)."""
 _MACHINE_NAMES = {machine: architecture for architecture, machine in ARCHITECTURES.items()}

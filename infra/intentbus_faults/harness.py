@@ -26,7 +26,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore, entry_json, is_entry_item
 from intentbus.catalog import Catalog
 from intentbus.definition import Agent, Decision, DecisionContext
 from intentbus.handler import SqsStageHandler
@@ -600,9 +600,9 @@ def _decisions_recorded(params: Mapping[str, Any]) -> Iterator[tuple[str, str, s
     """(tenant, run, event type) of each agent decision a committed decide transaction recorded."""
     for action in params.get("TransactItems", []):
         item = action.get("Put", {}).get("Item", {})
-        if item.get("stage", {}).get("S") != "decide" or "entry" not in item:
+        if item.get("stage", {}).get("S") != "decide" or not is_entry_item(item):
             continue
-        entry = json.loads(item["entry"]["S"])
+        entry = json.loads(entry_json(item))
         if "decision" in entry.get("summary", {}):
             _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
             yield tenant, run, str(entry["input_type"])

@@ -307,7 +307,8 @@ def approval_backlog(approvals: Iterable[Approval], now: datetime) -> ApprovalBa
 
 
 def report_approval_backlog(metrics: Metrics, desk: ApprovalDesk) -> ApprovalBacklog:
-    """Pending approvals of every tenant and the oldest one's age (one Query of the sparse index)."""
+    """Pending approvals of every tenant and the oldest one's age (one Query per shard of the sparse
+    index)."""
     listed = desk.store.due_approvals(ALL_PENDING_BY)  # also lists decided ones not yet announced
     pending = [approval for approval in listed if approval.status is ApprovalStatus.PENDING]
     backlog = approval_backlog(pending, desk.deps.clock.now())
