@@ -22,6 +22,7 @@ from intentbus.stages.common import StageDeps
 if TYPE_CHECKING:
     from intentbus.adapters.bedrock_agent import ClientSource
     from intentbus.adapters.dynamodb_park import DynamoParkStore
+    from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
     from intentbus.approvals import ApprovalDesk
     from intentbus.definition import ModelProvider
     from intentbus.repair import EventBridgeSubmit
@@ -109,14 +110,44 @@ def execute_stage(runtime: Runtime) -> ExecuteStage:
     from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
     from intentbus.stages.execute import ExecuteStage
 
-    runner = PowertoolsIdempotentRunner(
+    guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
+    runner = redis_runner(runtime) or PowertoolsIdempotentRunner(
         runtime.settings.require_idempotency_table(),
         runtime.clients.client("dynamodb"),
         retention_seconds=runtime.settings.idempotency_retention_seconds,
         lease_seconds=runtime.settings.idempotency_lease_seconds,
+        guard=guard,
     )
-    guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
     return ExecuteStage(runtime.deps, runner, runtime.clients, guard, store=runtime.store)
+
+
+def redis_runner(runtime: Runtime) -> PowertoolsIdempotentRunner | None:
+    """Execute's idempotency records in Redis when ``IDEMPOTENCY_REDIS_ENDPOINT`` is set; else ``None``.
+
+    The AUTH token, if any, is read once from Secrets Manager (``IDEMPOTENCY_REDIS_SECRET_ARN``)."""
+    settings = runtime.settings
+    if settings.idempotency_redis_endpoint is None:
+        return None
+    from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
+    from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
+
+    secret = None
+    if settings.idempotency_redis_secret_arn is not None:
+        secrets = runtime.clients.client("secretsmanager")
+        secret = secrets.get_secret_value(SecretId=settings.idempotency_redis_secret_arn)["SecretString"]
+    client = redis_client(
+        settings.idempotency_redis_endpoint,
+        settings.idempotency_redis_port,
+        tls=settings.idempotency_redis_tls,
+        secret=secret,
+    )
+    persistence = LeasedCachePersistenceLayer(client)
+    return PowertoolsIdempotentRunner.over(
+        persistence,
+        persistence,
+        retention_seconds=settings.idempotency_retention_seconds,
+        lease_seconds=settings.idempotency_lease_seconds,
+    )
 
 
 def record_stage(runtime: Runtime) -> RecordStage:
