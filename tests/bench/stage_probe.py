@@ -3,7 +3,8 @@
 ``python -m tests.bench.stage_probe SPEC``: SPEC is a JSON file naming the handler's code directory,
 the records to feed it, the raw AWS responses to answer with (``tests.bench.stage_capture``), the mode
 (``warm``: CPU per record over repeated batches; ``cold``: import and first record) and how many
-repeats. The last line printed is ``RESULT <json>``.
+repeats. The result is written as JSON to the spec's ``result_path``; the handler's own output (its
+log lines, as Lambda would ship them) goes wherever the caller sent stdout.
 
 Only the standard library is imported before the clock starts: botocore is patched by an import hook
 the moment it loads, so the handler's own imports are timed as Lambda would pay them. Signing,
@@ -25,8 +26,6 @@ import uuid
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
-
-RESULT = "RESULT "
 
 
 class _Fake:
@@ -186,9 +185,12 @@ def main(path: str) -> None:
         started = time.perf_counter()
         app = __import__(spec["module"])
         _invoke(app.lambda_handler, event, spec)
-        print(RESULT + json.dumps({"cold_start_ms": (time.perf_counter() - started) * 1000}))
+        _report(spec, {"cold_start_ms": (time.perf_counter() - started) * 1000})
         return
     app = __import__(spec["module"])
+    if spec["mode"] == "profile":
+        _profile(app, records, size, spec)
+        return
     for _ in range(spec["warmup"]):
         _invoke(app.lambda_handler, batch(records, size), spec)
     cpu: list[float] = []
@@ -210,7 +212,29 @@ def main(path: str) -> None:
         "put_events_calls_per_batch": puts,
         "put_events_entries_per_batch": entries,
     }
-    print(RESULT + json.dumps(result))
+    _report(spec, result)
+
+
+def _report(spec: dict[str, Any], result: dict[str, Any]) -> None:
+    with open(spec["result_path"], "w") as file:
+        json.dump(result, file)
+
+
+def _profile(app: Any, records: Sequence[dict[str, Any]], size: int, spec: dict[str, Any]) -> None:
+    """Where a warm handler's time goes (``mode: profile``): cProfile's top functions, by own time."""
+    import cProfile
+    import pstats
+
+    for _ in range(spec["warmup"]):
+        _invoke(app.lambda_handler, batch(records, size), spec)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(spec["repeats"]):
+        _invoke(app.lambda_handler, batch(records, size), spec)
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats(spec.get("sort", "tottime"))
+    stats.print_stats(spec.get("limit", 45))
+    _report(spec, {})
 
 
 if __name__ == "__main__":
