@@ -194,8 +194,9 @@ class SqsStageHandler:
             if result.envelope is not None:
                 ids |= telemetry.envelope_ids(result.envelope)
             step = None if result.envelope is None else result.envelope.step_index
-            span.annotate({**ids, **notes, "step_index": step})
-            span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
+            if spans.recording(span):
+                span.annotate({**ids, **notes, "step_index": step})
+                span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
             self._logger.info(
                 "record processed",
                 extra={**ids, "reason": result.reason, "published": [out.type for out in result.published]},
