@@ -65,12 +65,11 @@ becomes ``1000000000000000.0`` (18); escapes only shrink."""
 
 
 class _LastBody:
-    """The JSON of the last body read (its identity and what it parsed to, or the error it raised): the
-    handler reads a record's claimed ids before its stage parses the same body, so it is parsed once."""
+    """The last body read, what it parsed to, or the error it raised (one tuple, swapped whole, so a
+    reader on another thread never pairs one body with another's parse): the handler reads a record's
+    claimed ids before its stage parses the same body, so it is parsed once."""
 
-    body: str | None = None
-    parsed: Any = None
-    error: Exception | None = None
+    entry: tuple[str, Any, Exception | None] | None = None
 
 
 def loads_body(body: str, *, keep: bool = True) -> Any:
@@ -78,21 +77,21 @@ def loads_body(body: str, *, keep: bool = True) -> Any:
 
     The same body object read again is not parsed again, until a reader that may change what it got
     passes ``keep=False``; a reader that keeps it must not change it."""
-    if _LastBody.body is body:
-        parsed, error = _LastBody.parsed, _LastBody.error
+    entry = _LastBody.entry
+    if entry is not None and entry[0] is body:
         if not keep:
-            _LastBody.body, _LastBody.parsed, _LastBody.error = None, None, None
-        if error is not None:
-            raise error
-        return parsed
+            _LastBody.entry = None
+        if entry[2] is not None:
+            raise entry[2]
+        return entry[1]
     try:
         parsed = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
     except (ValueError, RecursionError) as error:
         if keep:
-            _LastBody.body, _LastBody.parsed, _LastBody.error = body, None, error
+            _LastBody.entry = (body, None, error)
         raise
     if keep:
-        _LastBody.body, _LastBody.parsed, _LastBody.error = body, parsed, None
+        _LastBody.entry = (body, parsed, None)
     return parsed
 
 
