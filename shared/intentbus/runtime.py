@@ -15,6 +15,7 @@ from intentbus.adapters.sqs_quarantine import SqsQuarantine
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimCheckingBus
 from intentbus.config import Settings
+from intentbus.outbox import Outbox
 from intentbus.principals import parse_roles
 from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
@@ -40,6 +41,8 @@ class Runtime:
     def __init__(self, settings: Settings, clients: AwsClients) -> None:
         self.settings = settings
         self.clients = clients
+        self.outbox = Outbox()
+        """What the stage handler holds while a batch runs and sends at its end (``events.send_held``)."""
         clock = SystemClock()
         catalog = Catalog.from_modules(settings.intentbus_workflows)
         catalog.check_receives(settings.intentbus_max_receive_count)
@@ -48,14 +51,13 @@ class Runtime:
             if settings.intentbus_claim_bucket is None
             else S3Claims(settings.intentbus_claim_bucket, lambda: clients.client("s3"))
         )
+        self.events = EventBridgeBus(
+            settings.event_bus_name, lambda: clients.client("events"), outbox=self.outbox
+        )
         self.deps = StageDeps(
             catalog=catalog,
-            bus=ClaimCheckingBus(
-                EventBridgeBus(settings.event_bus_name, clients.client("events")),
-                claims,
-                settings.intentbus_claim_check_bytes,
-            ),
-            quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.client("sqs"), clock),
+            bus=ClaimCheckingBus(self.events, claims, settings.intentbus_claim_check_bytes),
+            quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.lazy("sqs"), clock),
             clock=clock,
             environment=settings.intentbus_environment,
             settings=dict(os.environ),
@@ -64,7 +66,7 @@ class Runtime:
             pipeline_roles=parse_roles(settings.intentbus_pipeline_roles),
             claims=claims,
         )
-        self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
+        self.store = DynamoWorkflowStore(settings.workflow_table, clients.lazy("dynamodb"))
 
     @classmethod
     def from_env(cls) -> Runtime:
