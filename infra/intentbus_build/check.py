@@ -8,6 +8,9 @@
   (``lambda_python.RUNTIME_SDK``) unless its Metadata ``BundledSdkReason`` says why.
 * Tooling: no function or layer ships intentbus's tooling (the CLI, the local cloud, the build check,
   the fault harness, ``intentbus.testing``) or what only the tooling needs (rich, moto).
+* Backends chosen by a parameter: a layer that ships an adapter imported only when a template
+  parameter selects it ships what that adapter imports too (``BACKENDS``: Redis as execute's
+  idempotency store), so setting the parameter needs no rebuild.
 * Size (Lambda's quotas): a function's directory plus all its layers at most 250 MiB unzipped; each
   function's and each layer's .zip at most 50 MiB (the limit for a direct upload; ``sam deploy``
   uploads through S3, where only the unzipped limit applies).
@@ -40,7 +43,9 @@ from intentbus_build.sizes import unzipped_bytes, zipped_bytes
 
 DEFAULT_BUILD_DIR = Path(".aws-sam/build")
 TOOLING = ("intentbus_cli", "intentbus_local", "intentbus_build", "intentbus_faults", "intentbus/testing")
-TOOLING_DEPENDENCIES = ("rich", "moto")
+TOOLING_DEPENDENCIES = ("rich", "moto", "pika")
+BACKENDS = {"intentbus/adapters/redis_idempotency.py": ("redis", "IdempotencyRedisEndpoint")}
+"""An adapter a parameter switches on -> (the package it imports, the parameter)."""
 _MACHINE_NAMES = {machine: architecture for architecture, machine in ARCHITECTURES.items()}
 
 
@@ -81,6 +86,7 @@ def check(build: Build) -> Report:
         report.problems.extend(_layer_architectures(layer, users))
         report.problems.extend(_runtime_sdk(layer.logical_id, layer_paths(layer.path), layer.sdk_reason))
         report.problems.extend(_tooling(layer.logical_id, layer_paths(layer.path)))
+        report.problems.extend(_backends(layer.logical_id, layer_paths(layer.path)))
     report.sizes = {
         a.logical_id: Size(a.logical_id, unzipped_bytes(a.path), zipped_bytes(a.path))
         for a in artifacts
@@ -180,6 +186,16 @@ def _tooling(logical_id: str, roots: Sequence[Path]) -> Iterator[str]:
         for name in (*TOOLING, *TOOLING_DEPENDENCIES):
             if (root / name).exists():
                 yield f"{logical_id}: ships {name} ({root / name}), which no deployed function imports"
+
+
+def _backends(logical_id: str, roots: Sequence[Path]) -> Iterator[str]:
+    for adapter, (package, parameter) in BACKENDS.items():
+        shipped = [root for root in roots if (root / adapter).exists()]
+        if shipped and not any((root / package).is_dir() for root in roots):
+            yield (
+                f"{logical_id}: ships {adapter} but not {package}, which it imports when {parameter} is set; "
+                "add it to the layer's requirements"
+            )
 
 
 def _names(functions: Sequence[str]) -> str:

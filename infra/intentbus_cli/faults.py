@@ -13,6 +13,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Callable
@@ -59,6 +60,12 @@ def add_parser(commands: argparse._SubParsersAction[_P]) -> None:
         "crash_after, timeout_after, handler_timeout, partial_put_events, duplicate, reorder, "
         "visibility_lapse, forge)",
     )
+    faults.add_argument(
+        "--idempotency",
+        choices=("dynamodb", "redis"),
+        default="dynamodb",
+        help="execute's idempotency store: dynamodb (default) or redis (a redis-server it starts)",
+    )
     faults.add_argument("--json", type=Path, default=None, help="also write every schedule's tally here")
     faults.add_argument(
         "--verbose", "-v", action="store_true", help="print every schedule, not just failing ones"
@@ -81,6 +88,8 @@ def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         parser.error(f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+    if args.idempotency == "redis" and shutil.which("redis-server") is None:
+        parser.error("--idempotency redis needs redis-server on PATH (Debian: apt-get install redis-server)")
     if args.events is not None and not args.events.is_file():
         parser.error(f"--events {args.events}: no such file")
     seed = _from_env(parser, args.seed, "FAULTS_SEED", random.randrange(10**6))
@@ -95,6 +104,7 @@ def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
         template=None if seeded or args.template is None else args.template.resolve(),
         drive=drive,
         paths=(here,),
+        idempotency=args.idempotency,
     )
     signal.signal(signal.SIGTERM, _stop)
     print(f"seed: {seed}, {schedules} schedule(s), {workers} worker(s) over {', '.join(catalog.workflows)}")
@@ -142,6 +152,8 @@ def _replay(args: argparse.Namespace, seeded: bool) -> str:
         words += ["--events", str(args.events)]
     if args.kinds:
         words += ["--kinds", args.kinds]
+    if args.idempotency != "dynamodb":
+        words += ["--idempotency", args.idempotency]
     return shlex.join(words) + " --schedules 1 --seed <seed>"
 
 

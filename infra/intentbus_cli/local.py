@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,12 +55,16 @@ def run_events(
     redeploy: Mapping[str, str] | None = None,
     redeploy_template: Path | None = None,
     then_events: Path | None = None,
+    ingress: Literal["bus", "rabbitmq"] = "bus",
+    rabbitmq_url: str | None = None,
 ) -> int:
     """Emits ``events`` and runs until nothing is in flight. With ``redeploy`` (parameters) or
     ``redeploy_template``, the stack is then redeployed with them, ``then_events`` are emitted and it runs
     until idle again: whatever waits (approvals, reviews) crosses the redeploy. The report of the first
     events is read at the very end, so it tells how their runs ended after the redeploy too.
-    ``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``)."""
+    ``built``: a sam build directory to run instead of the source tree (needs ``mode="server"``).
+    ``ingress`` "rabbitmq": the events go through a real RabbitMQ (``rabbitmq_url``, or one started on a
+    free port) and the template's Amazon MQ mapping (intentbus_local.rabbitmq_ingress), not the bus."""
     from intentbus_cli.emit import read_envelopes
     from intentbus_local import report as reporting
     from intentbus_local import seed
@@ -72,11 +77,23 @@ def run_events(
         print(f"no ./template.yaml here: running the seed template ({project.template})")
     parameters = {"Environment": environment, "Workflows": project.workflows}
     template_path = None if built is not None else project.template
-    with LocalCloud(mode=mode, parameters=parameters, built=built, template_path=template_path) as cloud:
+    from intentbus_cli.project import read_parameters as project_parameters
+    from intentbus_local import rabbitmq_ingress
+
+    queue = rabbitmq_ingress.new_queue()
+    if ingress == "rabbitmq":
+        declared = project_parameters(project.template)
+        parameters |= rabbitmq_ingress.stack_parameters(queue, declared=declared)
+    broker = rabbitmq_ingress.broker(rabbitmq_url) if ingress == "rabbitmq" else contextlib.nullcontext(None)
+    with (
+        broker as url,
+        LocalCloud(mode=mode, parameters=parameters, built=built, template_path=template_path) as cloud,
+    ):
         if seed_demo:
             seed.seed_service(cloud.clients)
             seed.seed_metrics(cloud.clients)
-        batches = [(_catalog(cloud), _emit(cloud, first))]
+        sent = _emit(cloud, first) if url is None else rabbitmq_ingress.emit(cloud, url, queue, first)
+        batches = [(_catalog(cloud), sent)]
         summary = _run(cloud, len(first))
         if redeploying:
             cloud.redeploy(parameters=redeploy, template=redeploy_template)

@@ -100,6 +100,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--then-events", type=Path, help="events to emit after the redeploy (JSON lines, like --events)"
     )
+    run.add_argument(
+        "--ingress",
+        choices=("bus", "rabbitmq"),
+        default="bus",
+        help="how the events enter: the ingress bus (default), or a real RabbitMQ through the template's "
+        "Amazon MQ mapping",
+    )
+    run.add_argument(
+        "--rabbitmq-url",
+        metavar="URL",
+        help="the RabbitMQ to use with --ingress rabbitmq (amqp://user:password@host:port/); by default "
+        "one is started on a free port and stopped after",
+    )
 
     from intentbus_cli import emit
 
@@ -207,6 +220,12 @@ def _dispatch(args: argparse.Namespace, found: project.Project) -> int:
     if args.then_events is not None and not (args.redeploy or args.redeploy_template):
         print("intentbus: --then-events needs --redeploy or --redeploy-template", file=sys.stderr)
         return 2
+    if args.ingress == "rabbitmq" and (args.built is not None or args.redeploy or args.redeploy_template):
+        print(
+            "intentbus: --ingress rabbitmq runs the source tree once: no --built or --redeploy",
+            file=sys.stderr,
+        )
+        return 2
     return local.run_events(
         found,
         args.events,
@@ -218,6 +237,8 @@ def _dispatch(args: argparse.Namespace, found: project.Project) -> int:
         redeploy=dict(args.redeploy),
         redeploy_template=args.redeploy_template,
         then_events=args.then_events,
+        ingress=args.ingress,
+        rabbitmq_url=args.rabbitmq_url,
     )
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.adapters.dynamodb_store import DynamoWorkflowStore, entry_json, is_entry_item
 from intentbus.catalog import Catalog
 from intentbus.definition import Agent, Decision, DecisionContext
 from intentbus.handler import SqsStageHandler
@@ -50,6 +50,13 @@ from intentbus_faults.invariants import (
     forged_end,
     idempotency_record_id,
     safe_repeats,
+)
+from intentbus_faults.redis_store import (
+    Lapses,
+    RedisStore,
+    counting_dynamodb_lapses,
+    redis_store,
+    tracking_redis_puts,
 )
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
 from intentbus_faults.speedups import moto_fast_paths
@@ -126,8 +133,10 @@ class CallTracker:
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         function = self._logical.get(call.function, call.function)
-        if function == EXECUTE and self._is_in_progress_put(call):
-            self._current = str(call.params["Item"]["id"]["S"])
+        if function == EXECUTE:
+            taken = in_progress_put(call.service, call.operation, call.params, self._idempotency_table)
+            if taken is not None:
+                self._current = taken
         self._seq += 1
         made = MadeCall(
             seq=self._seq,
@@ -146,14 +155,6 @@ class CallTracker:
         self.made.append(replace(made, ok=True))
         return response
 
-    def _is_in_progress_put(self, call: Call) -> bool:
-        item = call.params.get("Item", {})
-        return (
-            (call.service, call.operation) == ("dynamodb", "PutItem")
-            and call.params.get("TableName") == self._idempotency_table
-            and item.get("status", {}).get("S") == _IN_PROGRESS
-        )
-
 
 @dataclass
 class ScheduleResult:
@@ -168,6 +169,8 @@ class ScheduleResult:
     observation: Observation | None = None
     forged: list[tuple[Forged, str]] = field(default_factory=list)
     """Each forged message and where it ended (``invariants.forged_end``)."""
+    lapses: int = 0
+    """In-progress puts that replaced a lapsed lease (the attempt went to the reconcile path)."""
 
 
 class FaultHarness:
@@ -182,7 +185,12 @@ class FaultHarness:
         logs_dir: Path | None = None,
         max_invocations: int = 1500,
         deadline_seconds: float = 120.0,
+        idempotency: str = "dynamodb",
     ) -> None:
+        """``idempotency``: execute's store, "dynamodb" or "redis" (a ``redis-server`` of its own)."""
+        self._idempotency = idempotency
+        self.lapses = Lapses()
+        self.redis: RedisStore | None = None
         self._workflows = workflows
         self._template = template
         self.drive = drive
@@ -217,6 +225,9 @@ class FaultHarness:
             parameters["ProducerBindings"] = ";".join(
                 [PRODUCER_BINDINGS, *(f"{source}=*" for source in self.drive.sources)]
             )
+        if self._idempotency == "redis":
+            self.redis = self._stack.enter_context(redis_store())
+            parameters |= self.redis.parameters()
         cloud = LocalCloud(
             mode="inprocess",
             template_path=self._template,
@@ -238,6 +249,11 @@ class FaultHarness:
         self._stack.enter_context(_production_incidents_by_their_label())
         self._stack.enter_context(_recording_landings(self.landings))
         self.tracker = CallTracker(topology.functions, topology.tables["IdempotencyTable"])
+        if self.redis is not None:
+            self._stack.enter_context(
+                tracking_redis_puts(self.tracker, topology.tables["IdempotencyTable"], self.lapses)
+            )
+        self._stack.enter_context(counting_dynamodb_lapses(self.lapses))
         self.call_faults = CallFaults(cloud.clock, topology.functions)
         self.delivery_faults = DeliveryFaults(cloud.clients.sqs())
         cloud.poller.faults = self.delivery_faults
@@ -276,6 +292,7 @@ class FaultHarness:
     def run(self, schedule: Schedule) -> ScheduleResult:
         started = time.monotonic()
         cloud = self.cloud
+        self.lapses.replaced.clear()
         self._reset_world()
         self.calls.calls.clear()
         self.tracker.made.clear()
@@ -331,6 +348,7 @@ class FaultHarness:
             wall_seconds=time.monotonic() - started,
             observation=observation,
             forged=[(forged, forged_end(observation, forged)) for forged in observation.forged],
+            lapses=len(self.lapses.replaced),
         )
 
     def _next_sweep(self) -> RunSummary:
@@ -451,6 +469,9 @@ class FaultHarness:
             obs.model_calls.setdefault(asked.key, []).append(asked.seq)
         self._observe_calls(obs)
         for record in obs.taken_at:
+            if self.redis is not None:
+                obs.idempotency[record] = self.redis.record(record)
+                continue
             got = ddb.get_item(
                 TableName=topology.tables["IdempotencyTable"], Key={"id": {"S": record}}, ConsistentRead=True
             )
@@ -496,14 +517,10 @@ class FaultHarness:
                 obs.effects.append(
                     Effect(made.seq, made.record, f"{made.service}.{made.operation}", made.params)
                 )
-            if made.function == EXECUTE and made.params.get("TableName") == idempotency_table:
-                item = made.params.get("Item", {})
-                if (
-                    made.operation == "PutItem"
-                    and item.get("status", {}).get("S") == _IN_PROGRESS
-                    and made.ok
-                ):
-                    obs.taken_at.setdefault(str(item["id"]["S"]), made.seq)
+            if made.function == EXECUTE and made.ok:
+                taken = in_progress_put(made.service, made.operation, made.params, idempotency_table)
+                if taken is not None:
+                    obs.taken_at.setdefault(taken, made.seq)
             if made.ok and made.operation == "TransactWriteItems":
                 for run in _ended(made.params):
                     obs.ended_at.setdefault(run, made.seq)
@@ -583,9 +600,9 @@ def _decisions_recorded(params: Mapping[str, Any]) -> Iterator[tuple[str, str, s
     """(tenant, run, event type) of each agent decision a committed decide transaction recorded."""
     for action in params.get("TransactItems", []):
         item = action.get("Put", {}).get("Item", {})
-        if item.get("stage", {}).get("S") != "decide" or "entry" not in item:
+        if item.get("stage", {}).get("S") != "decide" or not is_entry_item(item):
             continue
-        entry = json.loads(item["entry"]["S"])
+        entry = json.loads(entry_json(item))
         if "decision" in entry.get("summary", {}):
             _, tenant, _, run = str(item["pk"]["S"]).split("#", 3)
             yield tenant, run, str(entry["input_type"])
@@ -603,6 +620,20 @@ def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
         virtual_seconds_advanced=first.virtual_seconds_advanced + second.virtual_seconds_advanced,
         wall_seconds=first.wall_seconds + second.wall_seconds,
     )
+
+
+def in_progress_put(service: str, operation: str, params: dict[str, Any], table: str) -> str | None:
+    """The idempotency record a call puts in progress, on its own or in the guard's transaction."""
+    if service != "dynamodb":
+        return None
+    puts = [params] if operation == "PutItem" else []
+    if operation == "TransactWriteItems":
+        puts = [action["Put"] for action in params.get("TransactItems", []) if "Put" in action]
+    for put in puts:
+        item = put.get("Item", {})
+        if put.get("TableName") == table and item.get("status", {}).get("S") == _IN_PROGRESS:
+            return str(item["id"]["S"])
+    return None
 
 
 def _ended(params: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

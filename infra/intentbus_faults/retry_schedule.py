@@ -5,7 +5,8 @@ message): every delivery after a failed one comes no sooner than the moment the 
 visible again (the handler's backoff, or the queue's visibility timeout); and every backoff a handler
 set is at least the floor of the retry policies, ``min(cap, base * 2**(attempt - 1))`` for the attempt
 that failed (bounded jitter only ever adds). A delivery whose visibility lapsed (the ``lapses`` delivery
-fault) sets no schedule, so the next one may come at any time.
+fault) sets no schedule, so the next one may come at any time. Deliveries are compared in the order
+they were received, not the order their handlers returned.
 
 The fault harness records the history of every schedule (``Observation.deliveries``) and checks it
 against the retry policies of the workflows' commands (``Observation.retry_policies``).
@@ -37,6 +38,9 @@ def retries_keep_their_schedule(history: Sequence[Delivered], policies: Sequence
         by_message[(delivered.queue_url, delivered.message_id)].append(delivered)
     for (queue_url, message_id), deliveries in by_message.items():
         queue = queue_url.rsplit("/", 1)[-1]
+        # Noted when each handler returns: a delivery whose visibility lapsed mid-run is noted after
+        # the redelivery it let in, so the order is the receive's.
+        deliveries.sort(key=lambda delivered: (delivered.receive_count, delivered.at))
         for earlier, later in itertools.pairwise(deliveries):
             if earlier.visible_at is not None and later.at < earlier.visible_at - TOLERANCE_SECONDS:
                 violations.append(

@@ -37,12 +37,16 @@ class Target:
     drive: Drive = SEED_DRIVE
     paths: tuple[str, ...] = ()
     """Put first on ``sys.path`` (in every worker too), so the workflows' modules import."""
+    idempotency: str = "dynamodb"
+    """Execute's idempotency store: "dynamodb" or "redis"."""
 
     def harness(self) -> FaultHarness:
         for path in reversed(self.paths):
             if path not in sys.path:
                 sys.path.insert(0, path)
-        return FaultHarness(workflows=self.workflows, template=self.template, drive=self.drive)
+        return FaultHarness(
+            workflows=self.workflows, template=self.template, drive=self.drive, idempotency=self.idempotency
+        )
 
 
 CHUNK_SCHEDULES = 20
@@ -64,6 +68,8 @@ class Tally:
     wall_seconds: float
     forged: dict[str, int] = field(default_factory=dict)
     """``<forgery> -> <where it ended>`` -> how many forged messages did so (the ``forge`` kind)."""
+    lapses: int = 0
+    """Lapsed in-progress leases detected (each attempt then went to the reconcile path)."""
 
     @classmethod
     def of(cls, result: ScheduleResult) -> Tally:
@@ -80,6 +86,7 @@ class Tally:
             invocations=result.summary.total_invocations,
             wall_seconds=result.wall_seconds,
             forged=dict(Counter(f"{forged.variant} -> {end}" for forged, end in result.forged)),
+            lapses=result.lapses,
         )
 
 
@@ -140,6 +147,7 @@ class Outcome:
             + f" (total {sum(self.faults.values())})",
             "runs by final status: " + ", ".join(f"{k} {n}" for k, n in sorted(self.statuses.items())),
             *self._forged_lines(),
+            f"lapsed leases detected and reconciled: {sum(t.lapses for t in self.tallies)}",
             f"invariant violations: {len(violations)}"
             + (f" in {len({s for s, _ in violations})} schedule(s)" if violations else ""),
         ]
@@ -187,6 +195,7 @@ class Outcome:
             "faults": dict(self.faults),
             "statuses": dict(self.statuses),
             "forged": dict(self.forged),
+            "lapses": sum(t.lapses for t in self.tallies),
             "unfinished": self.unfinished,
             "not_run": self.not_run,
             "violations": [{"seed": s, "violation": v} for s, v in self.violations],

@@ -6,7 +6,10 @@ property, the smallest honest fix is applied from the template itself, after the
 moto itself gets a type wrong, moto_fixes.py fixes it first: layer refs, archives from a template,
 disabled rules, replays):
 
-- Every ``AWS::Lambda::EventSourceMapping`` is deployed with ``Enabled: false``. An enabled mapping
+- A broker's ``AWS::Lambda::EventSourceMapping`` (Kafka ``Topics``, Amazon MQ ``Queues``) is left out:
+  moto creates only SQS, DynamoDB and Kinesis mappings. The local cloud plays the Amazon MQ one against
+  a real RabbitMQ from the template itself (rabbitmq_mapping.py).
+- Every other ``AWS::Lambda::EventSourceMapping`` is deployed with ``Enabled: false``. An enabled mapping
   makes moto try to start a Docker Lambda on every SQS send; the local poller plays the mapping instead
   (moto honours ``Enabled``, see moto/sqs/models.py).
 - ``AWS::DynamoDB::Table``: moto ignores ``TimeToLiveSpecification`` and
@@ -138,6 +141,8 @@ def deployable(cloudformation: Mapping[str, Any], parameters: Mapping[str, str])
     # template refers to one but a Metadata entry, and Metadata is of no use to moto.
     for logical_id in [k for k, r in body["Resources"].items() if r["Type"] in _UNSUPPORTED_TYPES]:
         del body["Resources"][logical_id]
+    for logical_id in [k for k, r in body["Resources"].items() if is_broker_mapping(r)]:
+        del body["Resources"][logical_id]
     for logical_id, resource in body["Resources"].items():
         resource.pop("Metadata", None)
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":
@@ -147,6 +152,13 @@ def deployable(cloudformation: Mapping[str, Any], parameters: Mapping[str, str])
                 key = _BUS_OUTPUT.format(logical_id=logical_id, attribute=attribute)
                 outputs[key] = {"Value": {"Fn::GetAtt": [logical_id, attribute]}}
     return body
+
+
+def is_broker_mapping(resource: Mapping[str, Any]) -> bool:
+    properties = resource.get("Properties", {})
+    return resource["Type"] == "AWS::Lambda::EventSourceMapping" and bool(
+        {"Topics", "Queues"} & set(properties)
+    )
 
 
 def wait_for_stack(

@@ -16,7 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 
-from intentbus.adapters.dynamodb_store import LOG_PREFIX, STATE_SK, run_pk
+from intentbus.adapters.dynamodb_store import LOG_PREFIX, STATE_SK, entry_from_item, is_entry_item, run_pk
 from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE
@@ -145,8 +145,8 @@ class TableSnapshot:
                 pk, sk = item["pk"]["S"], item["sk"]["S"]
                 if sk == STATE_SK and "state" in item:
                     self._states[pk] = WorkflowState.model_validate_json(item["state"]["S"])
-                elif sk.startswith(LOG_PREFIX) and "entry" in item:
-                    self._entries[pk].append(LogEntry.model_validate_json(item["entry"]["S"]))
+                elif sk.startswith(LOG_PREFIX) and is_entry_item(item):
+                    self._entries[pk].append(entry_from_item(item))
 
     def state(self, tenant_id: str, run_id: str) -> WorkflowState | None:
         return self._states.get(run_pk(tenant_id, run_id))

@@ -19,7 +19,7 @@ REASON_LENGTH = 1000
 
 class _Body(BaseModel):
     # Unknown fields are refused by name: a body that says who decides ("approver", "tenant_id") is a 400.
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class DecisionBody(_Body):

@@ -45,7 +45,7 @@ EXPIRY_FAILS = "fail"
 class Approver(BaseModel):
     """Who decides, as the authenticator established it (never taken from a request body)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str = Field(min_length=1)
     """Immutable: a Cognito user's ``sub``, or the caller's IAM (STS) ARN."""

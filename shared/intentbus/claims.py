@@ -41,7 +41,7 @@ class ClaimStore(Protocol):
 
 
 class ClaimReference(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     key: str = Field(min_length=1, max_length=512)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -123,13 +123,12 @@ def fit(envelope: Envelope, store: ClaimStore | None, threshold: int) -> Envelop
     """The envelope as it can be published: claim-checked when its entry would pass ``threshold``.
 
     Raises ``OversizedFact`` rather than publish an entry PutEvents would refuse."""
-    if published_size(envelope) <= threshold or reference_of(envelope) is not None:
+    size = published_size(envelope)
+    if size <= threshold or reference_of(envelope) is not None or store is None:
         fitted = envelope
-    elif store is not None:
-        fitted = check_in(envelope, store)
     else:
-        fitted = envelope
-    size = published_size(fitted)
+        fitted = check_in(envelope, store)
+        size = published_size(fitted)
     if size > PUT_EVENTS_LIMIT_BYTES:
         raise OversizedFact(
             f"{envelope.type} {envelope.id} would be a {size:,}-byte PutEvents entry, over the "

@@ -12,6 +12,7 @@ from intentbus.limits import DEFAULT_CLAIM_CHECK_BYTES, MAX_CLAIM_CHECK_BYTES, M
 
 _UNSET_WHEN_EMPTY = frozenset({"intentbus_claim_bucket", "tracing_backend"})
 """Settings the template passes as an empty string when left at their default."""
+_UNSET_WHEN_EMPTY |= {"idempotency_redis_endpoint", "idempotency_redis_secret_arn"}
 
 
 class Settings(BaseModel):
@@ -49,6 +50,12 @@ class Settings(BaseModel):
     """How long a command's result is kept, so a redelivery gets it instead of running again."""
     idempotency_lease_seconds: float | None = Field(default=None, gt=0)
     """Caps the in-progress lock; by default it lasts the invocation's remaining time."""
+    idempotency_redis_endpoint: str | None = Field(default=None, min_length=1)
+    """Execute's idempotency records in Redis (ElastiCache) at this host instead of DynamoDB."""
+    idempotency_redis_port: int = Field(default=6379, ge=1, le=65535)
+    idempotency_redis_tls: bool = True
+    idempotency_redis_secret_arn: str | None = Field(default=None, min_length=1)
+    """A Secrets Manager secret with the Redis AUTH token (plain, or JSON ``username``/``password``)."""
     bedrock_model_id: str | None = Field(default=None, min_length=1, max_length=2048)
     """The Bedrock model (or inference profile) the decide stage's model agents use; unset: scripted."""
     bedrock_region: str | None = Field(default=None, min_length=1)

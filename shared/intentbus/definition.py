@@ -19,7 +19,7 @@ from intentbus.registry import TypeSpec
 
 
 class TokenUsage(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
@@ -36,7 +36,7 @@ class TokenUsage(BaseModel):
 
 
 class ProposedCommand(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     type: str
     payload: dict[str, Any]
@@ -45,7 +45,7 @@ class ProposedCommand(BaseModel):
 class Decision(BaseModel):
     """An agent's proposal: never an action. Policy decides whether any of it may run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     agent: str
     commands: tuple[ProposedCommand, ...] = Field(min_length=1)

@@ -14,6 +14,11 @@ INTENTBUS_MAX_RECEIVE_COUNT``) pauses its run for human review with the error in
 the DLQ, and the message is done (the pause holds it for the desk's retry). validate's input is not yet a
 run: it goes to its DLQ as before.
 
+Publishing (intentbus.outbox): the facts a batch's records publish are held and sent together once every
+record has been handled, in as few PutEvents requests as AWS allows; a record whose facts were not all
+accepted is then reported in ``batchItemFailures`` (its durable write is done, so its redelivery finds it
+and publishes the same facts again, DESIGN rule 1).
+
 Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per record by the backend
 ``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
 span ``process <stage>``) with stage, outcome, tenant, run, event type and trace id, and what the stage
@@ -29,12 +34,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.batch.base import FailureResponse
 from aws_lambda_powertools.utilities.batch.exceptions import ExceptionInfo
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -42,12 +48,17 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import span_notes, spans, telemetry
-from intentbus.errors import IntentbusError, MalformedInput
+from intentbus.errors import IntentbusError, MalformedInput, PublishError
 from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+
+    from intentbus.adapters.eventbridge_bus import EventBridgeBus
 
 
 class UnnamedRecordFailed(IntentbusError):
@@ -72,19 +83,22 @@ class SqsStageHandler:
         build: Callable[[Runtime], StageCore],
         *,
         logger: Logger,
-        tracer: Tracer,
+        tracer: Tracer | None,
         metrics: Metrics,
         runtime: Callable[[], Runtime] = Runtime.from_env,
         types: TypeRegistry | None = None,
         visibility: VisibilityPort | None = None,
+        events: EventBridgeBus | None = None,
     ) -> None:
         """``types`` says which payload fields are sensitive; by default the runtime's catalog's.
-        ``visibility``: how a message's wait is set; by default SQS through the runtime's client."""
+        ``visibility``: how a message's wait is set; by default SQS through the runtime's client.
+        ``events``: the bus whose outbox holds a batch's facts until its end; by default the runtime's."""
         self.stage = stage
         self._build = build
         self._runtime = runtime
         self._built_on: Runtime | None = None
         self._visibility = visibility
+        self._events_bus = events
         self._core: StageCore | None = None
         self._types = types
         self._logger = logger
@@ -106,18 +120,53 @@ class SqsStageHandler:
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         self.core.bind(context)
         self._metrics.add_dimension(name="stage", value=self.stage)
+        records = event.get("Records") if isinstance(event, dict) else None
+        if not isinstance(records, list):
+            raise ValueError("the event has no SQS Records list")
+        bus = self._events()
         try:
-            return process_partial_response(
-                event=event, record_handler=self._handle_record, processor=self._processor, context=context
-            )
+            with self._processor(records, self._handle_record, context):
+                if bus is None or bus.outbox is None:
+                    self._processor.process()
+                else:
+                    with bus.outbox.batch():
+                        self._processor.process()
+                        self._fail_unpublished(records, bus.send_held())
+            return self._processor.response()
         finally:
             try:
                 spans.active().flush()
             except Exception:  # telemetry never fails a batch
                 self._logger.exception("could not flush the spans")
 
+    def _events(self) -> EventBridgeBus | None:
+        if self._events_bus is None and self._built_on is not None:
+            self._events_bus = self._built_on.events
+        return self._events_bus
+
+    def _fail_unpublished(self, records: list[Any], failed: dict[Hashable, str]) -> None:
+        """Records whose facts were not all accepted by PutEvents become batch item failures."""
+        for raw in records:
+            why = failed.get(id(raw))
+            if why is None or not isinstance(raw, dict):
+                continue
+            self._logger.error(
+                "record's facts not all published; SQS will retry it",
+                extra={"stage": self.stage, "message_id": raw.get("messageId"), "reason": why},
+            )
+            telemetry.add_counts(self._metrics, (telemetry.FAILED,))
+            error = PublishError(why)
+            self._processor.failure_handler(SQSRecord(raw), (PublishError, error, None))
+
     def _handle_record(self, record: SQSRecord) -> str:
         raw = record.raw_event
+        bus = self._events()
+        if bus is None or bus.outbox is None:
+            return self._handle(raw)
+        with bus.outbox.record(id(raw)):
+            return self._handle(raw)
+
+    def _handle(self, raw: dict[str, Any]) -> str:
         keys: dict[str, Any] = {
             "stage": self.stage,
             "message_id": raw.get("messageId"),
@@ -145,8 +194,9 @@ class SqsStageHandler:
             if result.envelope is not None:
                 ids |= telemetry.envelope_ids(result.envelope)
             step = None if result.envelope is None else result.envelope.step_index
-            span.annotate({**ids, **notes, "step_index": step})
-            span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
+            if spans.recording(span):
+                span.annotate({**ids, **notes, "step_index": step})
+                span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
             self._logger.info(
                 "record processed",
                 extra={**ids, "reason": result.reason, "published": [out.type for out in result.published]},
@@ -250,3 +300,35 @@ class SqsStageHandler:
                 for out in result.published
             ],
         }
+
+
+def xray_tracer() -> Tracer | None:
+    """Powertools' Tracer (patching botocore), only when X-Ray is the tracing backend and tracing is on
+    (``TRACING_BACKEND``, ``POWERTOOLS_TRACE_DISABLED`` as the template sets them): otherwise the X-Ray
+    SDK is never imported."""
+    backend = os.environ.get("TRACING_BACKEND") or "xray"
+    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower() in ("1", "true", "yes", "on")
+    if backend != "xray" or disabled:
+        return None
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
+
+
+def stage_entry(
+    stage: str, build: Callable[[Runtime], StageCore]
+) -> Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]:
+    """A stage's Lambda handler: Powertools' Logger and Metrics (and Tracer, see ``xray_tracer``) around
+    ``SqsStageHandler``."""
+    logger, metrics, tracer = Logger(), Metrics(), xray_tracer()
+    handler = SqsStageHandler(stage, build, logger=logger, tracer=tracer, metrics=metrics)
+
+    def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+        return handler.handle_batch(event, context)
+
+    entry = metrics.log_metrics(lambda_handler)
+    if tracer is not None:
+        entry = tracer.capture_lambda_handler(entry)
+    decorated: Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
+    decorated = logger.inject_lambda_context(clear_state=True)(entry)
+    return decorated

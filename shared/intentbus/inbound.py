@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
@@ -56,6 +57,44 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""Where a JSON text can hold a surrogate code point: escaped (a raw one is no valid ``str`` to encode)."""
+_GROWTH = 5
+"""How many times longer than its text a JSON value can be once dumped again: ``1e15`` (4 characters)
+becomes ``1000000000000000.0`` (18); escapes only shrink."""
+
+
+class _LastBody:
+    """The last body read, what it parsed to, or the error it raised (one tuple, swapped whole, so a
+    reader on another thread never pairs one body with another's parse): the handler reads a record's
+    claimed ids before its stage parses the same body, so it is parsed once."""
+
+    entry: tuple[str, Any, Exception | None] | None = None
+
+
+def loads_body(body: str, *, keep: bool = True) -> Any:
+    """``body`` parsed as strict JSON (finite numbers only); raises ``ValueError`` or ``RecursionError``.
+
+    The same body object read again is not parsed again, until a reader that may change what it got
+    passes ``keep=False``; a reader that keeps it must not change it."""
+    entry = _LastBody.entry
+    if entry is not None and entry[0] is body:
+        if not keep:
+            _LastBody.entry = None
+        if entry[2] is not None:
+            raise entry[2]
+        return entry[1]
+    try:
+        parsed = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        if keep:
+            _LastBody.entry = (body, None, error)
+        raise
+    if keep:
+        _LastBody.entry = (body, parsed, None)
+    return parsed
+
+
 def parse_bus_event(body: str) -> EventBridgeModel:
     """An SQS body delivered by an EventBridge rule, or a clear reason why it is not one."""
     try:
@@ -65,7 +104,7 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     if size > MAX_BODY_BYTES:
         raise MalformedInput(f"body is {size:,} bytes, over the 1 MiB an SQS message may have")
     try:
-        raw = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
+        raw = loads_body(body, keep=False)
     except RecursionError:
         raise MalformedInput(f"body is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as error:  # JSONDecodeError, a non-finite number, an integer of over 4,300 digits
@@ -75,14 +114,15 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     if _too_deep(raw):
         raise MalformedInput(f"body is nested deeper than {MAX_DEPTH} levels")
     try:
-        json.dumps(raw, ensure_ascii=False).encode()
+        if _SURROGATE_ESCAPE.search(body):
+            json.dumps(raw, ensure_ascii=False).encode()
     except UnicodeEncodeError:
         raise MalformedInput(
             "body holds an unpaired surrogate escape (such as \\ud800), which is not text"
         ) from None
     if "detail" in raw and not isinstance(raw["detail"], dict):
         raise MalformedInput("detail is not a JSON object", field="detail")
-    detail_size = json_bytes(raw.get("detail"))
+    detail_size = json_bytes(raw.get("detail")) if size * _GROWTH > MAX_DETAIL_BYTES else 0
     if detail_size > MAX_DETAIL_BYTES:
         raise MalformedInput(f"detail is {detail_size:,} bytes as JSON, over the 256 KB an event may have")
     try:

@@ -27,7 +27,7 @@ class Outcome(StrEnum):
 
 
 class LogEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     stage: str
     input_id: str
@@ -49,7 +49,7 @@ class ApprovalStatus(StrEnum):
 
 
 class Approval(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     approval_id: str
     tenant_id: str
@@ -105,7 +105,7 @@ class Authorization(BaseModel):
     """The pipeline's record that a command may run: written by authorize (an ALLOW verdict) or by an
     approver's APPROVED decision, in the same write as the verdict. Execute's guard checks it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     command_id: str
     fact_id: str

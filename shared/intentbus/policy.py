@@ -16,7 +16,7 @@ class Effect(StrEnum):
 
 
 class Limit(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     min: float | None = None
     max: float | None = None
@@ -25,7 +25,7 @@ class Limit(BaseModel):
 class Rule(BaseModel):
     """Matches a command by type, tenant, environment and payload values; first match wins."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str
     command: str
@@ -40,7 +40,7 @@ class Rule(BaseModel):
 
 
 class Verdict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     effect: Effect
     rule: str
@@ -48,7 +48,7 @@ class Verdict(BaseModel):
 
 
 class Policy(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     rules: tuple[Rule, ...] = ()
 

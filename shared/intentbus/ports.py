@@ -64,6 +64,30 @@ class Claim:
     """When the run is retired: the workflow and definition version it was started under."""
 
 
+@dataclass
+class ClaimRequest:
+    """The arguments of ``ExecutionGuard.claim`` for one command. A runner on the guard's own store may
+    make the claim in the same write as its in-progress record; it then leaves the answer in ``made``."""
+
+    tenant_id: str
+    run_id: str
+    command_id: str
+    resource: str | None
+    seen_version: int | None
+    authorization: str | None
+    now: datetime
+    definition: tuple[str, str] | None = None
+    made: Claim | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        return {name: value for name, value in vars(self).items() if name != "made"}
+
+    def take(self) -> Claim | None:
+        """The claim made with the in-progress record, once: a later claim asks the guard again."""
+        made, self.made = self.made, None
+        return made
+
+
 class ExecutionGuard(Protocol):
     def claim(
         self,
@@ -153,6 +177,7 @@ class IdempotentRunner(Protocol):
         command: Envelope,
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
+        claim: ClaimRequest | None = None,
     ) -> dict[str, Any]:
         """Run ``work`` at most once per tenant and idempotency key; a repeat returns the stored result,
         and a command with the same key but another payload raises ``KeyHeldByAnotherCommand``.
@@ -160,5 +185,8 @@ class IdempotentRunner(Protocol):
         When an earlier attempt's in-progress lock lapsed (it crashed or timed out mid-way, or raised
         ``OutcomeInDoubt``), the effect may have half-happened: ``after_lapse`` runs instead of ``work``,
         if given. ``OutcomeInDoubt`` leaves the lock in place until its lease lapses, then propagates.
+
+        ``claim``: the guard's claim for ``work``, which a runner on the guard's store may make in the
+        same write as its in-progress record (``ClaimRequest.made``); others ignore it.
         """
         ...

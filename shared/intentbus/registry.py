@@ -31,7 +31,7 @@ WITHHELD = "[withheld: unregistered type]"
 class Payload(BaseModel):
     """Base for every payload model: immutable, and unknown fields are an error, not a surprise."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from intentbus.adapters.sqs_quarantine import SqsQuarantine
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimCheckingBus
 from intentbus.config import Settings
+from intentbus.outbox import Outbox
 from intentbus.principals import parse_roles
 from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
@@ -22,6 +23,7 @@ from intentbus.stages.common import StageDeps
 if TYPE_CHECKING:
     from intentbus.adapters.bedrock_agent import ClientSource
     from intentbus.adapters.dynamodb_park import DynamoParkStore
+    from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
     from intentbus.approvals import ApprovalDesk
     from intentbus.definition import ModelProvider
     from intentbus.repair import EventBridgeSubmit
@@ -39,6 +41,8 @@ class Runtime:
     def __init__(self, settings: Settings, clients: AwsClients) -> None:
         self.settings = settings
         self.clients = clients
+        self.outbox = Outbox()
+        """What the stage handler holds while a batch runs and sends at its end (``events.send_held``)."""
         clock = SystemClock()
         catalog = Catalog.from_modules(settings.intentbus_workflows)
         catalog.check_receives(settings.intentbus_max_receive_count)
@@ -47,14 +51,13 @@ class Runtime:
             if settings.intentbus_claim_bucket is None
             else S3Claims(settings.intentbus_claim_bucket, lambda: clients.client("s3"))
         )
+        self.events = EventBridgeBus(
+            settings.event_bus_name, lambda: clients.client("events"), outbox=self.outbox
+        )
         self.deps = StageDeps(
             catalog=catalog,
-            bus=ClaimCheckingBus(
-                EventBridgeBus(settings.event_bus_name, clients.client("events")),
-                claims,
-                settings.intentbus_claim_check_bytes,
-            ),
-            quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.client("sqs"), clock),
+            bus=ClaimCheckingBus(self.events, claims, settings.intentbus_claim_check_bytes),
+            quarantine=SqsQuarantine(settings.quarantine_queue_url, clients.lazy("sqs"), clock),
             clock=clock,
             environment=settings.intentbus_environment,
             settings=dict(os.environ),
@@ -63,7 +66,7 @@ class Runtime:
             pipeline_roles=parse_roles(settings.intentbus_pipeline_roles),
             claims=claims,
         )
-        self.store = DynamoWorkflowStore(settings.workflow_table, clients.client("dynamodb"))
+        self.store = DynamoWorkflowStore(settings.workflow_table, clients.lazy("dynamodb"))
 
     @classmethod
     def from_env(cls) -> Runtime:
@@ -109,14 +112,44 @@ def execute_stage(runtime: Runtime) -> ExecuteStage:
     from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
     from intentbus.stages.execute import ExecuteStage
 
-    runner = PowertoolsIdempotentRunner(
+    guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
+    runner = redis_runner(runtime) or PowertoolsIdempotentRunner(
         runtime.settings.require_idempotency_table(),
         runtime.clients.client("dynamodb"),
         retention_seconds=runtime.settings.idempotency_retention_seconds,
         lease_seconds=runtime.settings.idempotency_lease_seconds,
+        guard=guard,
     )
-    guard = DynamoExecutionGuard(runtime.settings.workflow_table, runtime.clients.client("dynamodb"))
     return ExecuteStage(runtime.deps, runner, runtime.clients, guard, store=runtime.store)
+
+
+def redis_runner(runtime: Runtime) -> PowertoolsIdempotentRunner | None:
+    """Execute's idempotency records in Redis when ``IDEMPOTENCY_REDIS_ENDPOINT`` is set; else ``None``.
+
+    The AUTH token, if any, is read once from Secrets Manager (``IDEMPOTENCY_REDIS_SECRET_ARN``)."""
+    settings = runtime.settings
+    if settings.idempotency_redis_endpoint is None:
+        return None
+    from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
+    from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
+
+    secret = None
+    if settings.idempotency_redis_secret_arn is not None:
+        secrets = runtime.clients.client("secretsmanager")
+        secret = secrets.get_secret_value(SecretId=settings.idempotency_redis_secret_arn)["SecretString"]
+    client = redis_client(
+        settings.idempotency_redis_endpoint,
+        settings.idempotency_redis_port,
+        tls=settings.idempotency_redis_tls,
+        secret=secret,
+    )
+    persistence = LeasedCachePersistenceLayer(client)
+    return PowertoolsIdempotentRunner.over(
+        persistence,
+        persistence,
+        retention_seconds=settings.idempotency_retention_seconds,
+        lease_seconds=settings.idempotency_lease_seconds,
+    )
 
 
 def record_stage(runtime: Runtime) -> RecordStage:

@@ -66,6 +66,11 @@ class _Silent:
         return None
 
 
+def recording(span: RecordSpan) -> bool:
+    """Whether ``span`` records anything: what it would be given need not be built otherwise."""
+    return not isinstance(span, _Silent)
+
+
 def _unchanged(envelope: Envelope) -> tuple[Envelope, str]:
     return envelope, telemetry.trace_header(envelope.trace_id)
 

@@ -29,7 +29,7 @@ TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED, Status.CAN
 class BudgetOverride(BaseModel):
     """Limits a person raised for one run when resuming it; ``None`` keeps the workflow's (or tenant's)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_depth: int | None = Field(default=None, ge=0)
     max_steps: int | None = Field(default=None, ge=0)
@@ -52,7 +52,7 @@ class BudgetOverride(BaseModel):
 class Resumption(BaseModel):
     """A person's resume: at ``step_index``, only ``accepted_id`` (the paused input again) is decided."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     accepted_id: str
     step_index: int = Field(ge=0)
@@ -63,7 +63,7 @@ class Resumption(BaseModel):
 class WorkflowState(BaseModel):
     """One run of a workflow. ``version`` increases by one with every transition."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     tenant_id: str
     run_id: str

@@ -18,7 +18,6 @@ loaded it (Powertools' Tracer does) and is running in a traced invocation.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import sys
@@ -184,8 +183,10 @@ def claimed_ids(body: object) -> dict[str, str]:
     """
     if not isinstance(body, str):
         return {}
+    from intentbus.inbound import loads_body  # the stage reads the body next: parsed once for both
+
     try:
-        event = json.loads(body)
+        event = loads_body(body)
     except (ValueError, RecursionError):
         return {}
     detail = event.get("detail") if isinstance(event, dict) else None
@@ -307,7 +308,8 @@ def approval_backlog(approvals: Iterable[Approval], now: datetime) -> ApprovalBa
 
 
 def report_approval_backlog(metrics: Metrics, desk: ApprovalDesk) -> ApprovalBacklog:
-    """Pending approvals of every tenant and the oldest one's age (one Query of the sparse index)."""
+    """Pending approvals of every tenant and the oldest one's age (one Query per shard of the sparse
+    index)."""
     listed = desk.store.due_approvals(ALL_PENDING_BY)  # also lists decided ones not yet announced
     pending = [approval for approval in listed if approval.status is ApprovalStatus.PENDING]
     backlog = approval_backlog(pending, desk.deps.clock.now())

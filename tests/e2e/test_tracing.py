@@ -131,8 +131,9 @@ def test_the_incident_workflow_is_one_trace_across_all_five_stages(joined: Trace
 
 
 def test_each_hop_is_a_child_of_the_record_that_published_its_input(joined: Traced) -> None:
-    """function segment -> ## lambda_handler -> ## <stage> record -> its AWS calls; and the next stage's
-    function segment is a child of the record subsegment whose PutEvents carried its input."""
+    """function segment -> ## lambda_handler -> ## <stage> record -> its AWS calls, and the batch's one
+    PutEvents under ## lambda_handler after its records; the next stage's function segment is a child of
+    the record subsegment that published its input (the entry's TraceHeader names it)."""
     for record in joined.records():
         handler = joined.by_id[record["parent_id"]]
         assert handler["name"] == "## lambda_handler"
@@ -142,7 +143,10 @@ def test_each_hop_is_a_child_of_the_record_that_published_its_input(joined: Trac
         calls = [c for c in joined.children(record) if c.get("namespace") == "aws"]
         assert calls, "a record's AWS calls are its children"
         if record_ids(record)["published"]:
-            assert "PutEvents" in {c["aws"]["operation"] for c in calls if c["name"] == "events"}
+            sent = [c for c in joined.children(handler) if c.get("namespace") == "aws"]
+            assert "PutEvents" in {c["aws"]["operation"] for c in sent if c["name"] == "events"}, (
+                "a batch's facts go out together"
+            )
         if record["annotations"]["event_type"] == ENTRY_TYPE:
             assert "parent_id" not in function, "the producer's header named no parent"
             continue

@@ -20,6 +20,7 @@ import intentbus.stages.execute
 import intentbus.stages.record
 import intentbus.stages.validate
 from intentbus import state
+from intentbus.adapters.eventbridge_bus import EventBridgeBus
 from intentbus.envelope import Envelope
 from intentbus.journal import Approval, Commit, CommitStatus, Outcome
 from intentbus.ports import WorkflowStore
@@ -49,9 +50,13 @@ def publish_then_commit(
     deps: StageDeps, store: WorkflowStore, commit: Commit, envelope: Envelope
 ) -> StageResult | None:
     """Rule 1 broken: publish first, then record. A crash in between loses the record, and the
-    redelivery decides again — at a new time, so the "same" event ids carry other contents."""
+    redelivery decides again — at a new time, so the "same" event ids carry other contents. (The
+    handler's outbox sends a batch's facts after its records, so the broken stage sends its own.)"""
     if commit.entry.outputs:
         deps.bus.publish(commit.entry.outputs)
+        events = getattr(deps.bus, "inner", deps.bus)
+        if isinstance(events, EventBridgeBus):
+            events.send_held()
     result = store.commit(commit)
     if result.status is CommitStatus.VERSION_CONFLICT:
         return None

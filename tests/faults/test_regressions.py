@@ -39,8 +39,9 @@ def test_execute_skips_a_command_whose_run_already_ended(harness: FaultHarness) 
     schedule = schedule_of(
         9201,
         fanout_input(9201, lines=lines),
-        # sku-a's first execution: its in-progress put is throttled, so it is retried 180 s later
-        forced={("ExecuteFunction:dynamodb.PutItem", 0): THROTTLE},
+        # sku-a's first execution: its in-progress put (in the guard's transaction) is throttled, so it
+        # is retried 180 s later
+        forced={("ExecuteFunction:dynamodb.TransactWriteItems", 0): THROTTLE},
     )
 
     result = harness.run(schedule)

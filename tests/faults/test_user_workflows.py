@@ -192,6 +192,21 @@ def test_bad_arguments_get_one_line(user_dir: Path, capsys: pytest.CaptureFixtur
         assert says in lines[0]
 
 
+def test_redis_without_a_redis_server_is_one_line(
+    user_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = _user_module(user_dir, "notes_redis")
+    monkeypatch.setenv("PATH", str(user_dir))  # no redis-server there
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["faults", "--workflows", module, "--idempotency", "redis"])
+    out, err = capsys.readouterr()
+
+    assert exit_.value.code == 2
+    (line,) = (out + err).strip().splitlines()
+    assert "--idempotency redis needs redis-server on PATH" in line
+
+
 def test_samples_come_from_the_definition_or_a_file_and_each_run_is_the_schedules_own(user_dir: Path) -> None:
     sys.path.insert(0, str(user_dir))
     catalog = Catalog.from_modules(_user_module(user_dir, "notes_samples"))

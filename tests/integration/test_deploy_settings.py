@@ -33,9 +33,11 @@ def of_type(cloudformation: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def mappings(template: TemplatePolicies, cloudformation: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Function logical id -> its SQS mapping's properties, resolved."""
+    """Function logical id -> its SQS mapping's properties, resolved (a broker's mapping is not one)."""
     found: dict[str, dict[str, Any]] = {}
     for resource in of_type(cloudformation, "AWS::Lambda::EventSourceMapping").values():
+        if {"Topics", "Queues"} & set(resource["Properties"]):
+            continue
         props = template.resolve(resource["Properties"])
         found[resource["Properties"]["FunctionName"]["Ref"]] = props
     return found

@@ -30,6 +30,11 @@ UNSCOPABLE = frozenset(
         "cloudwatch:GetMetricData",
         "cloudwatch:GetMetricStatistics",
         "cloudwatch:ListMetrics",
+        # What a broker mapping (Kafka, Amazon MQ) looks up to place its network interfaces.
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DescribeSubnets",
+        "ec2:DescribeVpcs",
     }
 )
 """The only actions a policy may grant on ``Resource: "*"``: IAM's Service Authorization Reference lists
@@ -196,6 +201,13 @@ def test_no_other_role_consumes_any_queue(template: TemplatePolicies, local: Loc
             assert not any(allowed(template, role, a, template.arn(queue)) for a in CONSUME), (role, queue)
 
 
+BROKER_SENDS = {
+    "KafkaIngressFunctionRole": {"QuarantineQueue", "BrokerFailureQueue"},
+    "RabbitMqIngressFunctionRole": {"QuarantineQueue"},
+}
+"""The broker ingress quarantines as validate does; the Kafka mapping's on-failure destination is its own."""
+
+
 def test_only_the_stages_send_and_only_to_the_quarantine(
     template: TemplatePolicies, local: LocalTemplate
 ) -> None:
@@ -208,15 +220,24 @@ def test_only_the_stages_send_and_only_to_the_quarantine(
         for role in template.roles()
     }
     assert sends == {
-        role: ({"QuarantineQueue"} if role[: -len("Role")] in STAGE_FUNCTIONS else set()) for role in sends
+        role: ({"QuarantineQueue"} if role[: -len("Role")] in STAGE_FUNCTIONS else set())
+        | BROKER_SENDS.get(role, set())
+        for role in sends
     }
 
 
 # ---------------------------------------------------------------------- the claim-check bucket
 
-CLAIM_WRITERS = {"ApprovalsFunction", "ExpireApprovalsFunction", "SweepDeadLettersFunction", "Operator"}
-"""What publishes facts but never reads one from the bus (the CLI's desks as OperatorRole too): they may
-write a payload, not read one."""
+CLAIM_WRITERS = {
+    "ApprovalsFunction",
+    "ExpireApprovalsFunction",
+    "SweepDeadLettersFunction",
+    "Operator",
+    "KafkaIngressFunction",
+    "RabbitMqIngressFunction",
+}
+"""What publishes facts but never reads one from the bus (the CLI's desks as OperatorRole too, the broker
+ingress, which reads its input from a broker): they may write a payload, not read one."""
 
 
 def test_only_the_stages_read_claim_checked_payloads_and_only_publishers_write_them(

@@ -118,6 +118,17 @@ def resources_of(call: Call, names: dict[str, str]) -> list[str]:
     return sorted(touched)
 
 
+def _action_on(call: Call, names: dict[str, str], touched: list[str | None]) -> list[tuple[str, str | None]]:
+    """Each action with the resource it acts on: a transaction's per item, others on all they name."""
+    if call.operation != "TransactWriteItems":
+        return [(action, logical) for action in actions_of(call) for logical in touched]
+    return [
+        (f"dynamodb:{TRANSACT_ACTIONS[kind]}", names.get(str(body.get("TableName"))))
+        for item in call.params["TransactItems"]
+        for kind, body in item.items()
+    ]
+
+
 def statements(template: Mapping[str, Any], function: str) -> list[dict[str, Any]]:
     role = template["Resources"][f"{function}Role"]["Properties"]
     found: list[dict[str, Any]] = []
@@ -150,13 +161,11 @@ def test_every_call_a_handler_made_is_allowed_by_its_role(exercised: tuple[Local
     for call in log.calls:
         function = function_of[call.function]
         touched: list[str | None] = [*resources_of(call, names)] or [None]
-        for action in actions_of(call):
-            for logical in touched:
-                if not any(
-                    allows(s, action, logical, "IndexName" in call.params)
-                    for s in statements(template, function)
-                ):
-                    denied.add(f"{function}: {action} on {logical or '*'}")
+        for action, logical in _action_on(call, names, touched):
+            if not any(
+                allows(s, action, logical, "IndexName" in call.params) for s in statements(template, function)
+            ):
+                denied.add(f"{function}: {action} on {logical or '*'}")
     assert not denied, "\n".join(sorted(denied))
     assert {function_of[call.function] for call in log.calls} == set(cloud.topology.functions)
 

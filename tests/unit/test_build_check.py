@@ -229,6 +229,20 @@ def test_a_layer_that_ships_the_tooling_is_refused(tmp_path: Path, entry: str) -
     assert problem.startswith(f"IntentbusLayer: ships {entry.rsplit('/', 1)[0]} (")
 
 
+# ---------------------------------------------------------------------- backends chosen by a parameter
+
+
+def test_a_layer_with_the_redis_adapter_but_no_redis_is_refused(tmp_path: Path) -> None:
+    build = make_build(tmp_path)
+    write(build / "IntentbusLayer" / "python" / "intentbus" / "adapters" / "redis_idempotency.py")
+
+    (problem,) = problems(build)
+
+    assert problem.startswith("IntentbusLayer: ships intentbus/adapters/redis_idempotency.py but not redis")
+    write(build / "IntentbusLayer" / "python" / "redis" / "__init__.py")
+    assert problems(build) == []
+
+
 # ---------------------------------------------------------------------- sizes
 
 

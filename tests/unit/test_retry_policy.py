@@ -151,3 +151,13 @@ def test_the_retry_schedule_invariant_passes_a_schedule_kept_and_names_a_retry_t
     assert retries_keep_their_schedule(below, policies) == [
         "(j/backoff-below-floor) execute m-1: attempt 2 failed and set a 10 s wait, below the policy's 60 s"
     ]
+
+
+def test_a_lapsed_delivery_noted_after_the_redelivery_it_let_in_is_no_retry_too_soon() -> None:
+    # Delivery 1's visibility lapsed while its handler ran; delivery 2 came in, failed with a backoff
+    # and was noted first. Delivery 1 is still the earlier one: its lapse set no schedule.
+    noted_as_handlers_returned = [
+        delivered(2, 31.0, delay=180, visible_at=211.0),
+        delivered(1, 0.0, delay=None, visible_at=None),
+    ]
+    assert retries_keep_their_schedule(noted_as_handlers_returned, [RetryPolicy()]) == []

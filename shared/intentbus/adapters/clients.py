@@ -1,10 +1,14 @@
-"""boto3 clients, created on first use and kept for warm invocations."""
+"""AWS clients, created when first needed and kept for warm invocations.
+
+botocore's own session makes them: nothing here uses boto3's resource layer, so a function that does not
+otherwise need boto3 does not import it (or s3transfer) at its cold start. A boto3 session passed in (a
+test's, sharing moto's state) is used as given.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
 # Standard retry mode backs off with jitter on throttling and 5xx (rule 7, for short waits).
@@ -14,10 +18,11 @@ DEFAULT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect
 class AwsClients:
     def __init__(
         self,
-        session: boto3.session.Session | None = None,
+        session: Any | None = None,
         config: Config = DEFAULT_CONFIG,
         endpoint_url: str | None = None,
     ) -> None:
+        """``session``: a boto3 or botocore session; by default botocore's, made on the first client."""
         self._session = session
         self._config = config
         self._endpoint_url = endpoint_url
@@ -25,10 +30,31 @@ class AwsClients:
 
     def client(self, service_name: str) -> Any:
         if service_name not in self._clients:
-            # One session for every client: each new session reads botocore's endpoint data again.
-            if self._session is None:
-                self._session = boto3.session.Session()
-            self._clients[service_name] = self._session.client(
-                service_name, config=self._config, endpoint_url=self._endpoint_url
-            )  # type: ignore[call-overload]
+            self._clients[service_name] = self._create(service_name)
         return self._clients[service_name]
+
+    def lazy(self, service_name: str) -> Any:
+        """A stand-in for ``client(service_name)`` that creates it on its first call."""
+        return LazyClient(self, service_name)
+
+    def _create(self, service_name: str) -> Any:
+        # One session for every client: each new session reads botocore's endpoint data again.
+        if self._session is None:
+            import botocore.session
+
+            self._session = botocore.session.get_session()
+        session: Any = self._session
+        # boto3's session (it has resources) adds its own customizations in client(); botocore's creates.
+        create = session.client if hasattr(session, "resource") else session.create_client
+        return create(service_name, config=self._config, endpoint_url=self._endpoint_url)
+
+
+class LazyClient:
+    """Forwards every attribute to the client, which is created on first use."""
+
+    def __init__(self, clients: AwsClients, service_name: str) -> None:
+        self._clients = clients
+        self._service_name = service_name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._clients.client(self._service_name), name)

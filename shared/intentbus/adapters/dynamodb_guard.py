@@ -12,6 +12,7 @@ after the claim reads the new version.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,29 @@ from intentbus.state import LEGACY_CHECKS, TERMINAL, WorkflowState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class ClaimActions:
+    """A claim's actions for one TransactWriteItems, and how to read the reasons it was cancelled."""
+
+    actions: list[dict[str, Any]]
+    authorized: bool
+    checked: int
+    """How many of ``actions`` are checks (the resource update follows them)."""
+
+    def refusal(self, reasons: list[dict[str, Any]]) -> Claim | None:
+        """Why the guard refused, from the cancellation reasons of these actions (in order); ``None``
+        if no check of its own failed (cancelled for another reason)."""
+        failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
+        if self.authorized and len(failed) > 1 and failed[1]:
+            return Claim(ClaimStatus.NOT_AUTHORIZED)
+        if failed and failed[0]:
+            return _run_refused(reasons[0].get("Item", {}))
+        if len(failed) > self.checked and failed[self.checked]:
+            holder = reasons[self.checked].get("Item", {}).get("holder", {}).get("S")
+            return Claim(ClaimStatus.CONFLICT, holder=holder)
+        return None
 
 
 class DynamoExecutionGuard:
@@ -42,6 +66,38 @@ class DynamoExecutionGuard:
         now: datetime,
         definition: tuple[str, str] | None = None,
     ) -> Claim:
+        prepared = self.actions(
+            tenant_id=tenant_id,
+            run_id=run_id,
+            command_id=command_id,
+            resource=resource,
+            seen_version=seen_version,
+            authorization=authorization,
+            now=now,
+            definition=definition,
+        )
+        try:
+            self._client.transact_write_items(TransactItems=prepared.actions)  # type: ignore[arg-type]
+        except ClientError as error:
+            refused = cancelled_claim(error, prepared, offset=0)
+            if refused is None:
+                raise  # cancelled for another reason (a concurrent transaction): retried by SQS
+            return refused
+        return Claim(ClaimStatus.CLAIMED)
+
+    def actions(
+        self,
+        *,
+        tenant_id: str,
+        run_id: str,
+        command_id: str,
+        resource: str | None,
+        seen_version: int | None,
+        authorization: str | None,
+        now: datetime,
+        definition: tuple[str, str] | None = None,
+    ) -> ClaimActions:
+        """The claim's actions, for ``claim`` or for a caller that folds them into its own transaction."""
         ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
         pk = {"S": run_pk(tenant_id, run_id)}
         run_check: dict[str, Any] = {
@@ -99,23 +155,7 @@ class DynamoExecutionGuard:
                     }
                 }
             )
-        try:
-            self._client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "TransactionCanceledException":
-                raise
-            response: dict[str, Any] = dict(error.response)
-            reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
-            failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
-            if authorization is not None and len(failed) > 1 and failed[1]:
-                return Claim(ClaimStatus.NOT_AUTHORIZED)
-            if failed and failed[0]:
-                return _run_refused(reasons[0].get("Item", {}))
-            if len(failed) > checked and failed[checked]:
-                holder = reasons[checked].get("Item", {}).get("holder", {}).get("S")
-                return Claim(ClaimStatus.CONFLICT, holder=holder)
-            raise  # cancelled for another reason (a concurrent transaction): retried by SQS
-        return Claim(ClaimStatus.CLAIMED)
+        return ClaimActions(actions, authorization is not None, checked)
 
     def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
         response = self._client.get_item(
@@ -127,6 +167,16 @@ class DynamoExecutionGuard:
         if item is None:
             return False
         return WorkflowState.model_validate_json(item["state"]["S"]).checks == LEGACY_CHECKS
+
+
+def cancelled_claim(error: ClientError, prepared: ClaimActions, *, offset: int) -> Claim | None:
+    """The guard's refusal in a cancelled transaction whose claim actions start at ``offset``; ``None``
+    if the transaction failed otherwise."""
+    if error.response["Error"]["Code"] != "TransactionCanceledException":
+        return None
+    response: dict[str, Any] = dict(error.response)
+    reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
+    return prepared.refusal(reasons[offset:])
 
 
 def _run_refused(item: dict[str, Any]) -> Claim:

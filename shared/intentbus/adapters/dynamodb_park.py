@@ -3,7 +3,9 @@
 Keys, tenant first so ``dynamodb:LeadingKeys`` can fence a tenant as for every other item:
 ``T#<tenant>#REPAIR`` / ``<park id>`` for a message (its SQS id), and ``T#<tenant>#REPAIRBUDGET`` /
 ``<hour>`` for the tenant's repairs in that hour (a conditional counter). A parked item also carries
-``gsi1pk = REPAIRS#PARKED`` so an operator lists what waits across tenants with one query.
+``gsi1pk = REPAIRS#PARKED#<shard>`` so an operator lists what waits across tenants with one query per
+shard: a flood of malformed input parks under many keys, not one (items parked before the shards are
+under ``REPAIRS#PARKED`` and still listed).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from intentbus.adapters.key_shards import shard_of
 from intentbus.parked import Parked, ParkKind, ParkStatus
 
 if TYPE_CHECKING:
@@ -22,6 +25,12 @@ REPAIR_SK_TTL_DAYS = 30
 """How long a settled item (resubmitted or discarded) is kept; a parked one is kept until settled."""
 BUDGET_TTL_SECONDS = 2 * 86400
 PARKED_INDEX_KEY = "REPAIRS#PARKED"
+PARKED_SHARDS = 8
+
+
+def parked_index_key(shard: int) -> str:
+    return f"{PARKED_INDEX_KEY}#{shard}"
+
 
 _FIELDS = (
     "status",
@@ -82,14 +91,20 @@ class DynamoParkStore:
 
     def waiting_everywhere(self) -> list[Parked]:
         """Every tenant's parked items (the unbound ones included), oldest first: for operators."""
-        return self._query(
-            {
-                "TableName": self._table,
-                "IndexName": "gsi1",
-                "KeyConditionExpression": "gsi1pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": PARKED_INDEX_KEY}},
-            }
-        )
+        keys = [*(parked_index_key(shard) for shard in range(PARKED_SHARDS)), PARKED_INDEX_KEY]
+        found = [
+            parked
+            for key in keys
+            for parked in self._query(
+                {
+                    "TableName": self._table,
+                    "IndexName": "gsi1",
+                    "KeyConditionExpression": "gsi1pk = :pk",
+                    "ExpressionAttributeValues": {":pk": {"S": key}},
+                }
+            )
+        ]
+        return sorted(found, key=lambda parked: parked.at)
 
     def _query(self, request: dict[str, Any]) -> list[Parked]:
         found: list[Parked] = []
@@ -158,7 +173,8 @@ def _item(parked: Parked) -> dict[str, Any]:
     if parked.decided_at is not None:
         item["decided_at"] = {"S": parked.decided_at.isoformat()}
     if parked.status is ParkStatus.PARKED:
-        item["gsi1pk"] = {"S": PARKED_INDEX_KEY}
+        shard = shard_of(f"{parked.tenant_id}#{parked.park_id}", PARKED_SHARDS)
+        item["gsi1pk"] = {"S": parked_index_key(shard)}
         item["gsi1sk"] = {"S": f"{parked.at.isoformat()}#{parked.tenant_id}#{parked.park_id}"}
     elif parked.status is not ParkStatus.ASKING:
         settled = parked.decided_at or parked.at

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS, shard_of
 from intentbus.ids import key_part
 from intentbus.journal import (
     Approval,
@@ -45,7 +47,19 @@ def _n(value: int | float) -> dict[str, str]:
     return {"N": str(value)}
 
 
+LEGACY_RUNS_INDEX = "gsi1"
+"""Where state items written before ``gsi3`` are listed, under ``T#<tenant>#RUNS``: each leaves it the
+next time its run moves (its item is put without ``gsi1pk``); runs that ended before stay there."""
+RUNS_INDEX = "gsi3"
+"""The run listing: keys only, so a state write moves it only when the run's status changes."""
+
+
+def runs_shard_key(tenant_id: str, shard: int) -> str:
+    return f"T#{tenant_id}#RUNS#{shard}"
+
+
 def state_item(state: WorkflowState) -> dict[str, Any]:
+    shard = shard_of(state.run_id, RUN_LIST_SHARDS)
     return {
         "pk": _s(run_pk(state.tenant_id, state.run_id)),
         "sk": _s(STATE_SK),
@@ -53,10 +67,17 @@ def state_item(state: WorkflowState) -> dict[str, Any]:
         "status": _s(state.status.value),
         "workflow": _s(state.workflow),
         "definition": _s(state.definition_version),
-        "gsi1pk": _s(f"T#{state.tenant_id}#RUNS"),
-        "gsi1sk": _s(f"{state.status.value}#{state.updated_at.isoformat()}#{state.run_id}"),
+        # Stable while the status is: the index is written at start and on each change of status only.
+        "gsi3pk": _s(runs_shard_key(state.tenant_id, shard)),
+        "gsi3sk": _s(f"{state.status.value}#{state.started_at.isoformat()}#{state.run_id}"),
         "state": _s(state.model_dump_json()),
     }
+
+
+ENTRY_COMPRESSED = "entry_z"
+"""A log entry's JSON, zlib-compressed (binary): its outputs repeat the envelopes' field names and ids,
+so it shrinks ~2-3x, and a write bills per KB (twice in a transaction). Entries written before were
+plain JSON in ``entry``; both are read."""
 
 
 def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
@@ -66,8 +87,23 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
         "stage": _s(entry.stage),
         "outcome": _s(entry.outcome.value),
         "at": _s(entry.at.isoformat()),
-        "entry": _s(entry.model_dump_json()),
+        ENTRY_COMPRESSED: {"B": zlib.compress(entry.model_dump_json().encode(), 9)},
     }
+
+
+def is_entry_item(item: Mapping[str, Any]) -> bool:
+    return ENTRY_COMPRESSED in item or "entry" in item
+
+
+def entry_json(item: Mapping[str, Any]) -> str:
+    """The log entry's JSON from its item, compressed or (written before compression) plain."""
+    if ENTRY_COMPRESSED in item:
+        return zlib.decompress(item[ENTRY_COMPRESSED]["B"]).decode()
+    return str(item["entry"]["S"])
+
+
+def entry_from_item(item: Mapping[str, Any]) -> LogEntry:
+    return LogEntry.model_validate_json(entry_json(item))
 
 
 RESOURCE_SK = "RESOURCE"
@@ -93,9 +129,14 @@ def resource_pk(tenant_id: str, resource: str) -> str:
 
 
 APPROVAL_SK = "APPROVAL"
-SWEEP = "APPROVALS#PENDING"
-"""gsi2's one key, for the expiry sweep (a sparse index): pending approvals of every tenant by expiry,
-and decided ones whose events are not yet known to be published, by decision time."""
+LEGACY_SWEEP = "APPROVALS#PENDING"
+"""gsi2's one key before it was sharded: approvals written before are still found under it."""
+
+
+def sweep_key(shard: int) -> str:
+    """gsi2's keys, for the expiry sweep (a sparse index): pending approvals of every tenant by expiry,
+    and decided ones whose events are not yet known to be published, by decision time."""
+    return f"APPROVALS#DUE#{shard}"
 
 
 def approval_pk(tenant_id: str, approval_id: str) -> str:
@@ -117,7 +158,11 @@ def approval_item(approval: Approval) -> dict[str, Any]:
         "approval": _s(approval.model_dump_json()),
     }
     if approval.sweep_key is not None:
-        item |= {"gsi2pk": _s(SWEEP), "gsi2sk": _s(_by_time(approval.sweep_key, approval.approval_id))}
+        shard = shard_of(f"{approval.tenant_id}#{approval.approval_id}", DUE_APPROVAL_SHARDS)
+        item |= {
+            "gsi2pk": _s(sweep_key(shard)),
+            "gsi2sk": _s(_by_time(approval.sweep_key, approval.approval_id)),
+        }
     return item
 
 
@@ -168,7 +213,7 @@ class DynamoWorkflowStore:
             elif sk.startswith(AUTH_PREFIX):
                 granted = Authorization.model_validate_json(item["authorization"]["S"])
             else:
-                logged = LogEntry.model_validate_json(item["entry"]["S"])
+                logged = entry_from_item(item)
                 if sk == own:
                     entry = logged
                 others[proof_key(logged.stage, logged.input_id)] = logged
@@ -202,10 +247,10 @@ class DynamoWorkflowStore:
             if error.response["Error"]["Code"] != "TransactionCanceledException":
                 raise
             reasons: list[dict[str, Any]] = _response(error).get("CancellationReasons", [])
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed" and "Item" in reasons[0]:
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed" and reasons[0].get("Item"):
                 return CommitResult(
                     CommitStatus.ALREADY_RECORDED,
-                    LogEntry.model_validate_json(reasons[0]["Item"]["entry"]["S"]),
+                    entry_from_item(reasons[0]["Item"]),
                 )
             return CommitResult(CommitStatus.VERSION_CONFLICT)
         return CommitResult(CommitStatus.COMMITTED)
@@ -237,8 +282,13 @@ class DynamoWorkflowStore:
 
     def due_approvals(self, now: datetime) -> list[Approval]:
         """Approvals of every tenant the sweep must see by ``now``: pending ones that expired, and
-        decided ones not yet announced (the index is eventually consistent: read each one again)."""
-        return self._query_approvals("gsi2", "gsi2pk", SWEEP, now)
+        decided ones not yet announced (the index is eventually consistent: read each one again).
+        One query per shard, and one of the key used before the index was sharded."""
+        keys = [*(sweep_key(shard) for shard in range(DUE_APPROVAL_SHARDS)), LEGACY_SWEEP]
+        found = [approval for key in keys for approval in self._query_approvals("gsi2", "gsi2pk", key, now)]
+        return sorted(
+            found, key=lambda approval: (approval.sweep_key or approval.expires_at, approval.approval_id)
+        )
 
     def mark_announced(self, approval: Approval) -> None:
         announced = approval.model_copy(update={"announced": True})
@@ -307,9 +357,7 @@ class DynamoWorkflowStore:
             old = _response(error).get("Item")
             if old is None:
                 raise
-            return CommitResult(
-                CommitStatus.ALREADY_RECORDED, LogEntry.model_validate_json(old["entry"]["S"])
-            )
+            return CommitResult(CommitStatus.ALREADY_RECORDED, entry_from_item(old))
         return CommitResult(CommitStatus.COMMITTED)
 
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]:
@@ -322,9 +370,7 @@ class DynamoWorkflowStore:
         }
         while True:
             response = self._client.query(**kwargs)
-            found.extend(
-                LogEntry.model_validate_json(item["entry"]["S"]) for item in response.get("Items", [])
-            )
+            found.extend(entry_from_item(item) for item in response.get("Items", []))
             if "LastEvaluatedKey" not in response:
                 break
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -340,25 +386,51 @@ class DynamoWorkflowStore:
         return None if item is None else WorkflowState.model_validate_json(item["state"]["S"])
 
     def runs(self, tenant_id: str, status: str | None = None) -> list[WorkflowState]:
-        """The tenant's runs, newest first, from the ``gsi1`` index (eventually consistent on AWS)."""
-        values = {":pk": _s(f"T#{tenant_id}#RUNS")}
-        condition = "gsi1pk = :pk"
+        """The tenant's runs, newest first: listed by the ``gsi3`` shards (and the ``gsi1`` key of runs
+        that ended before it), each read again from its item. The index is eventually consistent: a
+        run asked for by status is returned only if its item still has it."""
+        keys: list[dict[str, Any]] = []
+        for shard in range(RUN_LIST_SHARDS):
+            keys.extend(self._index_items(RUNS_INDEX, runs_shard_key(tenant_id, shard), status))
+        legacy = self._index_items(LEGACY_RUNS_INDEX, f"T#{tenant_id}#RUNS", status)
+        states = [WorkflowState.model_validate_json(item["state"]["S"]) for item in legacy]
+        states.extend(self._states({"pk": key["pk"], "sk": key["sk"]} for key in keys))
+        if status:
+            states = [state for state in states if state.status.value == status]
+        unique = {state.run_id: state for state in states}
+        return sorted(unique.values(), key=lambda state: state.updated_at, reverse=True)
+
+    def _index_items(self, index: str, key: str, status: str | None) -> list[dict[str, Any]]:
+        values = {":pk": _s(key)}
+        condition = f"{index}pk = :pk"
         if status:
             values[":prefix"] = _s(f"{status}#")
-            condition += " AND begins_with(gsi1sk, :prefix)"
+            condition += f" AND begins_with({index}sk, :prefix)"
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "IndexName": "gsi1",
+            "IndexName": index,
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
-        found: list[WorkflowState] = []
+        found: list[dict[str, Any]] = []
         while True:
             response = self._client.query(**kwargs)
-            found.extend(
-                WorkflowState.model_validate_json(item["state"]["S"]) for item in response.get("Items", [])
-            )
+            found.extend(response.get("Items", []))
             if "LastEvaluatedKey" not in response:
-                break
+                return found
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return sorted(found, key=lambda state: state.updated_at, reverse=True)
+
+    def _states(self, keys: Iterable[dict[str, Any]]) -> list[WorkflowState]:
+        pending = list(keys)
+        states: list[WorkflowState] = []
+        while pending:
+            batch, pending = pending[:100], pending[100:]
+            request: dict[str, Any] = {self._table: {"Keys": batch, "ConsistentRead": True}}
+            while request:
+                response = self._client.batch_get_item(RequestItems=request)
+                states.extend(
+                    WorkflowState.model_validate_json(item["state"]["S"])
+                    for item in response["Responses"].get(self._table, [])
+                )
+                request = dict(response.get("UnprocessedKeys") or {})
+        return states

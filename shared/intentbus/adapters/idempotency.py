@@ -3,29 +3,41 @@
 Powertools re-runs a function whose in-progress record lapsed, saying nothing of the earlier
 attempt. The client it is given here asks DynamoDB for the replaced item (``ReturnValues=ALL_OLD``,
 no extra call), so a tool that is unsafe to repeat is reconciled instead of run blindly again.
+
+With the execution guard at hand (``GuardedPersistenceLayer``), the in-progress record is written in
+the guard's TransactWriteItems: one call claims the key and the command's run and resource.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyValidationError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.envelope import Envelope
-from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
+from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 
 # Stable across function renames, so a renamed function does not run a command again.
 KEY_PREFIX = "intentbus.execute"
@@ -74,6 +86,89 @@ class LapseWatchingClient:
         return self._client.update_item(**kwargs)
 
 
+class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
+    """Powertools' DynamoDB layer whose in-progress put goes into the execution guard's transaction.
+
+    The put's condition is narrowed to a key that is new or whose result expired: a record in progress,
+    lapsed or not, cancels the transaction and comes back with it (``ALL_OLD``), so a lapsed one is
+    still noticed — then replaced by Powertools' own put, and claimed by the guard on its own after.
+    When only the guard refuses, the in-progress record is put on its own, as without the guard, and
+    the refusal is left in the request for the stage.
+    """
+
+    def __init__(self, table_name: str, client: LapseWatchingClient, guard: DynamoExecutionGuard) -> None:
+        super().__init__(table_name=table_name, boto3_client=client)  # type: ignore[arg-type]
+        self._guard = guard
+        self.claim: ClaimRequest | None = None
+        """The claim to fold into the next in-progress put (set per command by the runner)."""
+
+    def _put_record(self, data_record: DataRecord) -> None:
+        request, self.claim = self.claim, None
+        if request is None or data_record.status != IN_PROGRESS:
+            return super()._put_record(data_record)
+        prepared = self._guard.actions(**request.arguments())
+        now = time.time() + _clock_offset()
+        actions = [{"Put": self._in_progress_put(data_record, now)}, *prepared.actions]
+        try:
+            self.client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "TransactionCanceledException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
+            held = reasons[0] if reasons else {}
+            if held.get("Code") == "ConditionalCheckFailed" and "Item" in held:
+                if not _lapsed(held["Item"], now):
+                    self._already_exists(data_record, held["Item"])
+                return super()._put_record(data_record)  # replaces the lapsed record, noticed
+            refused = prepared.refusal(reasons[1:])
+            if refused is None:
+                raise  # cancelled for another reason (a concurrent transaction): retried by SQS
+            request.made = refused
+            return super()._put_record(data_record)
+        request.made = Claim(ClaimStatus.CLAIMED)
+        return None
+
+    def _in_progress_put(self, record: DataRecord, now: float) -> dict[str, Any]:
+        offset = _clock_offset()
+        item: dict[str, Any] = {
+            **self._get_key(record.idempotency_key),
+            self.expiry_attr: {"N": str(int((record.expiry_timestamp or 0) + offset))},
+            self.status_attr: {"S": record.status},
+        }
+        if record.in_progress_expiry_timestamp is not None:
+            expiry_ms = int(record.in_progress_expiry_timestamp + offset * 1000)
+            item[self.in_progress_expiry_attr] = {"N": str(expiry_ms)}
+        if self.payload_validation_enabled and record.payload_hash:
+            item[self.validation_key_attr] = {"S": record.payload_hash}
+        return {
+            "TableName": self.table_name,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#id) OR (#expiry < :now AND #status <> :inprogress)",
+            "ExpressionAttributeNames": {
+                "#id": self.key_attr,
+                "#expiry": self.expiry_attr,
+                "#status": self.status_attr,
+            },
+            "ExpressionAttributeValues": {":now": {"N": str(int(now))}, ":inprogress": {"S": IN_PROGRESS}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+
+    def _already_exists(self, record: DataRecord, item: dict[str, Any]) -> None:
+        """As Powertools' own put does when the key is held: check the payload, hand over the record."""
+        held = self._item_to_data_record(item)
+        self._validate_payload(data_payload=record, stored_data_record=held)
+        raise IdempotencyItemAlreadyExistsError(old_data_record=held)
+
+
+def _lapsed(item: dict[str, Any], now: float) -> bool:
+    """An in-progress record whose lease (or whole record) has expired: its attempt died mid-way."""
+    if item.get("status", {}).get("S") != IN_PROGRESS:
+        return False
+    lease_ms = item.get("in_progress_expiration", {}).get("N")
+    return int(item["expiration"]["N"]) < now or (lease_ms is not None and int(lease_ms) < now * 1000)
+
+
 def _clock_offset() -> float:
     return float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
 
@@ -98,6 +193,12 @@ class _LeaseContext:
         return min(remaining, int(self.lease_seconds * 1000))
 
 
+class LapseWatch(Protocol):
+    """Says whether the last in-progress put replaced a lapsed record (reset before each command)."""
+
+    replaced_lapsed: bool
+
+
 class PowertoolsIdempotentRunner:
     def __init__(
         self,
@@ -106,6 +207,38 @@ class PowertoolsIdempotentRunner:
         *,
         retention_seconds: int,
         lease_seconds: float | None = None,
+        guard: DynamoExecutionGuard | None = None,
+    ) -> None:
+        """On DynamoDB. ``guard``: fold each command's claim into the in-progress put
+        (``GuardedPersistenceLayer``)."""
+        watching = LapseWatchingClient(client)
+        persistence: BasePersistenceLayer
+        if guard is None:
+            persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=watching)  # type: ignore[arg-type]
+        else:
+            persistence = GuardedPersistenceLayer(table_name, watching, guard)
+        self._setup(persistence, watching, retention_seconds, lease_seconds)
+
+    @classmethod
+    def over(
+        cls,
+        persistence: BasePersistenceLayer,
+        watch: LapseWatch,
+        *,
+        retention_seconds: int,
+        lease_seconds: float | None = None,
+    ) -> PowertoolsIdempotentRunner:
+        """On another persistence layer (e.g. ``redis_idempotency.LeasedCachePersistenceLayer``)."""
+        runner = cls.__new__(cls)
+        runner._setup(persistence, watch, retention_seconds, lease_seconds)
+        return runner
+
+    def _setup(
+        self,
+        persistence: BasePersistenceLayer,
+        watch: LapseWatch,
+        retention_seconds: int,
+        lease_seconds: float | None,
     ) -> None:
         self.config = IdempotencyConfig(
             # Namespaced by tenant: no tenant can claim (or pre-claim) another tenant's key.
@@ -115,8 +248,8 @@ class PowertoolsIdempotentRunner:
             expires_after_seconds=retention_seconds,
         )
         self._lease_seconds = lease_seconds
-        self._client = LapseWatchingClient(client)
-        persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=self._client)  # type: ignore[arg-type]
+        self._watch = watch
+        self._guarded = persistence if isinstance(persistence, GuardedPersistenceLayer) else None
         self._run = idempotent_function(
             data_keyword_argument="command",
             persistence_store=persistence,
@@ -133,12 +266,15 @@ class PowertoolsIdempotentRunner:
         command: Envelope,
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
+        claim: ClaimRequest | None = None,
     ) -> dict[str, Any]:
-        self._client.replaced_lapsed = False
+        self._watch.replaced_lapsed = False
+        if self._guarded is not None:
+            self._guarded.claim = claim
 
         def attempt() -> dict[str, Any]:
             try:
-                if self._client.replaced_lapsed and after_lapse is not None:
+                if self._watch.replaced_lapsed and after_lapse is not None:
                     return after_lapse()
                 return work()
             except OutcomeInDoubt as doubt:

@@ -40,7 +40,7 @@ class ToolCall:
 
 
 class _ProposalInput(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     command: dict[str, Any]
     rationale: str = Field(min_length=1, max_length=2000)

@@ -38,6 +38,7 @@ from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
 from intentbus.ports import (
     Claim,
+    ClaimRequest,
     ClaimStatus,
     ExecutionGuard,
     IdempotentRunner,
@@ -114,6 +115,14 @@ class ExecuteStage(Stage):
             }
         )
         resource = spec.resource(arguments) if spec.resource is not None else None
+        claim = _claim_request(
+            self,
+            fact.envelope,
+            command,
+            resource=resource,
+            seen_version=fact.payload.resource_version,
+            definition=(workflow.name, workflow.version),
+        )
         attempt = _Attempt(
             self,
             fact.envelope,
@@ -123,10 +132,11 @@ class ExecuteStage(Stage):
             resource,
             fact.payload.resource_version,
             workflow,
+            claim,
         )
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
         try:
-            output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse))
+            output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse, claim))
         except (ToolError, ClientError, BotoCoreError, OSError) as error:
             if not _retryable(error):
                 raise
@@ -168,7 +178,8 @@ class ExecuteStage(Stage):
         def skip() -> dict[str, Any]:
             nonlocal ran
             ran = True
-            claim = _guarded_claim(self, incoming, command, resource=None, seen_version=seen_version)
+            request = _claim_request(self, incoming, command, resource=None, seen_version=seen_version)
+            claim = _guarded_claim(self, incoming, command, request)
             reason = f"{why}: not run"
             if claim.status is ClaimStatus.RUN_ENDED:
                 reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
@@ -196,6 +207,8 @@ class _Attempt:
     resource: str | None
     seen_version: int | None
     workflow: Workflow
+    claim_request: ClaimRequest
+    """The runner may have made it with its in-progress record."""
     ran: bool = False
 
     @property
@@ -243,14 +256,7 @@ class _Attempt:
         """The guard's one write before the tool: ``None`` if it may run, else the fact saying why not.
 
         A fact whose authorization the record does not hold is refused (``NotRecorded``), never run."""
-        claim = _guarded_claim(
-            self.stage,
-            self.incoming,
-            self.command,
-            resource=self.resource,
-            seen_version=self.seen_version,
-            definition=(self.workflow.name, self.workflow.version),
-        )
+        claim = _guarded_claim(self.stage, self.incoming, self.command, self.claim_request)
         if claim.status is ClaimStatus.RETIRED:
             run_workflow, run_version = claim.run_definition or (self.workflow.name, "?")
             mine = f"{self.workflow.name} v{self.workflow.version}"
@@ -333,7 +339,7 @@ class _Attempt:
         return _follow(self.stage, self.incoming, fact_type, payload)
 
 
-def _guarded_claim(
+def _claim_request(
     stage: ExecuteStage,
     incoming: Envelope,
     command: Envelope,
@@ -341,27 +347,30 @@ def _guarded_claim(
     resource: str | None,
     seen_version: int | None,
     definition: tuple[str, str] | None = None,
+) -> ClaimRequest:
+    """The guard's claim for the command this fact authorizes, checked against its recorded authorization."""
+    return ClaimRequest(
+        tenant_id=command.tenant_id,
+        run_id=command.run_id,
+        command_id=command.id,
+        resource=resource,
+        seen_version=seen_version,
+        authorization=authorization_digest(incoming.id, command, seen_version),
+        now=stage.deps.clock.now(),
+        definition=definition,
+    )
+
+
+def _guarded_claim(
+    stage: ExecuteStage, incoming: Envelope, command: Envelope, request: ClaimRequest
 ) -> Claim:
-    """The guard's claim for the command this fact authorizes; a fact whose authorization the record
+    """The guard's claim (the one the runner made, if it did); a fact whose authorization the record
     does not hold raises ``NotRecorded``. A run that predates recorded authorizations is checked by id."""
-
-    def claim(authorization: str | None) -> Claim:
-        return stage.guard.claim(
-            tenant_id=command.tenant_id,
-            run_id=command.run_id,
-            command_id=command.id,
-            resource=resource,
-            seen_version=seen_version,
-            authorization=authorization,
-            now=stage.deps.clock.now(),
-            definition=definition,
-        )
-
-    claimed = claim(authorization_digest(incoming.id, command, seen_version))
+    claimed = request.take() or stage.guard.claim(**request.arguments())
     if claimed.status is ClaimStatus.NOT_AUTHORIZED and stage.guard.predates_authorizations(
         command.tenant_id, command.run_id
     ):
-        claimed = claim(None)
+        claimed = stage.guard.claim(**{**request.arguments(), "authorization": None})
     if claimed.status is ClaimStatus.NOT_AUTHORIZED:
         raise NotRecorded(
             f"no authorization of command {command.id} matching this {incoming.type} is "

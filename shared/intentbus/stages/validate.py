@@ -6,9 +6,10 @@ processed marker, so a redelivered event is found and its recorded output publis
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -22,6 +23,7 @@ from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
 from intentbus.ports import WorkflowStore
+from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     ConcurrentUpdate,
@@ -36,6 +38,37 @@ from intentbus.stages.common import (
 from intentbus.stages.retired import end_run, why_retired
 
 STAGE = "validate"
+
+
+class InputSender(Protocol):
+    """Who delivered an input, as the deployment binds it to tenants: never what the input claims."""
+
+    def refuses(self, *, source: str, tenant_id: str) -> str | None:
+        """Why this sender may not send as ``source`` for ``tenant_id``; ``None`` when it may."""
+        ...
+
+    def principal(self, source: str) -> str | None:
+        """The principal bound to send as ``source``, if the binding names one."""
+        ...
+
+
+@dataclass(frozen=True)
+class BusSender:
+    """An EventBridge producer: the event's account and source, bound by ``ProducerBindings``."""
+
+    producers: ProducerBindings
+    account: str
+    own_account: str | None
+
+    def refuses(self, *, source: str, tenant_id: str) -> str | None:
+        if self.producers.allows(
+            account=self.account, source=source, tenant_id=tenant_id, own_account=self.own_account
+        ):
+            return None
+        return self.producers.why_not(account=self.account, source=source, tenant_id=tenant_id)
+
+    def principal(self, source: str) -> str | None:
+        return self.producers.principal(account=self.account, source=source, own_account=self.own_account)
 
 
 @dataclass
@@ -57,25 +90,31 @@ class ValidateStage(Stage):
             bus_event = parse_bus_event(body)
             if bus_event.source == facts.WORKFLOW_SOURCE:
                 return self._domain_event(bus_event, body, message_id)
-            envelope, _ = normalize(bus_event, self.deps.catalog.types)
-            identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
-            account = bus_event.account or ""
-            if not self.deps.producers.allows(
-                account=account,
-                source=envelope.source,
-                tenant_id=envelope.tenant_id,
-                own_account=self.account,
-            ):
-                why = self.deps.producers.why_not(
-                    account=account, source=envelope.source, tenant_id=envelope.tenant_id
-                )
-                raise MalformedInput(why, field="tenant_id")
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        producer = self.deps.producers.principal(
-            account=account, source=envelope.source, own_account=self.account
-        )
-        return self._accept(envelope, identity, producer)
+        sender = BusSender(self.deps.producers, bus_event.account or "", self.account)
+        return self.admit(bus_event, body, message_id, sender)
+
+    def admit(
+        self,
+        bus_event: EventBridgeModel,
+        body: str | Callable[[], str],
+        message_id: str | None,
+        sender: InputSender,
+    ) -> StageResult:
+        """A producer's input, as an EventBridge event: accepted, a duplicate, or quarantined with the
+        reason (``body`` is what quarantine keeps, or makes it when needed). ``sender`` says whether whoever
+        delivered it may speak for its tenant: the bus's producer bindings, or a broker's
+        (intentbus.broker_bindings)."""
+        try:
+            envelope, _ = normalize(bus_event, self.deps.catalog.types)
+            identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
+            refused = sender.refuses(source=envelope.source, tenant_id=envelope.tenant_id)
+            if refused is not None:
+                raise MalformedInput(refused, field="tenant_id")
+        except MalformedInput as error:
+            return self.reject(error, body if isinstance(body, str) else body(), message_id)
+        return self._accept(envelope, identity, sender.principal(envelope.source))
 
     def _domain_event(self, bus_event: EventBridgeModel, body: str, message_id: str | None) -> StageResult:
         """A workflow's outcome event re-enters here; only the one record published is accepted.

@@ -22,7 +22,7 @@ from intentbus.journal import (
     Snapshot,
     proof_key,
 )
-from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
+from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
 from intentbus.state import LEGACY_CHECKS, WorkflowState
 
 
@@ -215,6 +215,7 @@ class InMemoryRunner:
         command: Envelope,
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
+        claim: ClaimRequest | None = None,
     ) -> dict[str, Any]:
         key = f"{command.tenant_id}#{command.idempotency_key}"
         held = self.payloads.setdefault(key, canonical_json(command.payload))

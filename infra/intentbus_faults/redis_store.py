@@ -1,0 +1,103 @@
+"""The fault harness with Redis as execute's idempotency store (``intentbus faults --idempotency redis``).
+
+A real ``redis-server`` per harness; the template's ``IdempotencyRedis*`` parameters point execute at it.
+Each in-progress put reaches the call tracker as the DynamoDB put it stands for (same record id), so
+the invariants attribute effects to records exactly as on DynamoDB. Faults are injected at AWS calls
+only: Redis' own calls are never failed, but crashes and timeouts around them still lapse leases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
+
+from intentbus.adapters import idempotency, redis_idempotency
+from intentbus_faults.calls import Call
+from intentbus_local.redis_server import RedisServer, redis_server
+
+STORES = ("dynamodb", "redis")
+
+
+@dataclass
+class Lapses:
+    """In-progress puts that replaced a lapsed lease: attempts routed to the reconcile path."""
+
+    replaced: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RedisStore:
+    server: RedisServer
+
+    def parameters(self) -> dict[str, str]:
+        return {
+            "IdempotencyRedisEndpoint": self.server.host,
+            "IdempotencyRedisPort": str(self.server.port),
+            "IdempotencyRedisTls": "false",
+        }
+
+    def record(self, record_id: str) -> dict[str, Any]:
+        """The record as the invariants read a DynamoDB item: attribute name -> plain value."""
+        found = self._client.get(record_id)
+        return {} if found is None else dict(json.loads(str(found)))
+
+    @functools.cached_property
+    def _client(self) -> Any:
+        return redis_idempotency.redis_client(self.server.host, self.server.port, tls=False)
+
+
+@contextlib.contextmanager
+def redis_store() -> Iterator[RedisStore]:
+    with redis_server() as server:
+        yield RedisStore(server)
+
+
+@contextlib.contextmanager
+def tracking_redis_puts(tracker: Any, table: str, lapses: Lapses) -> Iterator[None]:
+    """``tracker``: the harness' ``CallTracker``; ``table``: the idempotency table's name."""
+    layer = redis_idempotency.LeasedCachePersistenceLayer
+    put = layer._put_in_progress_record
+
+    def tracked(self: Any, data_record: DataRecord) -> None:
+        item = {"id": {"S": data_record.idempotency_key}, "status": {"S": data_record.status}}
+        function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        call = Call(function, "dynamodb", "PutItem", {"TableName": table, "Item": item})
+
+        def proceed(params: dict[str, Any]) -> None:
+            put(self, data_record)
+            if self.replaced_lapsed:
+                lapses.replaced.append(data_record.idempotency_key)
+
+        tracker(call, proceed)
+
+    layer._put_in_progress_record = tracked  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        layer._put_in_progress_record = put  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def counting_dynamodb_lapses(lapses: Lapses) -> Iterator[None]:
+    """On DynamoDB: every in-progress put whose ``ALL_OLD`` showed a lapsed lease it replaced."""
+    client = idempotency.LapseWatchingClient
+    put = client.put_item
+
+    def counted(self: Any, **kwargs: Any) -> Any:
+        response = put(self, **kwargs)
+        if self.replaced_lapsed:
+            lapses.replaced.append(str(kwargs["Item"]["id"]["S"]))
+        return response
+
+    client.put_item = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        client.put_item = put  # type: ignore[method-assign]

@@ -1,0 +1,121 @@
+"""What the stage benchmark replays: one incident run on the in-process local cloud, captured.
+
+For each of the five stages: the function's environment, the SQS records Lambda handed it, and every
+AWS response it got, raw (status, headers, body bytes as moto sent them), keyed by operation and by
+the request's exact body. ``tests.bench.stage_probe`` replays them with botocore's HTTP send faked, so
+signing, serializing and parsing still run on the real bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from botocore.endpoint import Endpoint
+
+STAGE_OF_FUNCTION = {
+    "ValidateFunction": "validate",
+    "DecideFunction": "decide",
+    "AuthorizeFunction": "authorize",
+    "ExecuteFunction": "execute",
+    "RecordFunction": "record",
+}
+
+
+def request_key(body: object) -> str:
+    """The replay's lookup key of a request: a digest of its exact body."""
+    if isinstance(body, str):
+        body = body.encode()
+    if not isinstance(body, bytes):
+        body = b""
+    return hashlib.sha1(body, usedforsecurity=False).hexdigest()
+
+
+@contextmanager
+def _responses_recorded(into: dict[str, list[dict[str, Any]]]) -> Iterator[None]:
+    endpoint: Any = Endpoint
+    original = endpoint._do_get_response
+
+    def recorded(self: Endpoint, request: Any, operation_model: Any, context: Any) -> Any:
+        outcome = original(self, request, operation_model, context)
+        function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+        success = outcome[0]
+        if function and success is not None:
+            http = success[0]
+            into[function].append(
+                {
+                    "operation": operation_model.name,
+                    "key": request_key(request.body),
+                    "status": http.status_code,
+                    "headers": dict(http.headers),
+                    "body": base64.b64encode(http.content).decode(),
+                }
+            )
+        return outcome
+
+    endpoint._do_get_response = recorded
+    try:
+        yield
+    finally:
+        endpoint._do_get_response = original
+
+
+def capture(path: Path) -> dict[str, Any]:
+    """Runs the incident workflow once and writes what each stage saw to ``path`` (JSON)."""
+    from intentbus_local import seed
+    from intentbus_local.cloud import LocalCloud
+    from intentbus_local.lambda_runtime import Invocation
+
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with LocalCloud(mode="inprocess") as cloud:
+        functions = {
+            logical: info
+            for logical, info in cloud.topology.functions.items()
+            if logical in STAGE_OF_FUNCTION
+        }
+
+        def observe(invocation: Invocation) -> None:
+            if invocation.function_logical_id in STAGE_OF_FUNCTION:
+                records[invocation.function_logical_id].extend(invocation.event["Records"])
+
+        cloud.add_observer(observe)
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = seed.latency_event()
+        with _responses_recorded(responses):
+            cloud.put_events(
+                [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
+            )
+            cloud.run_until_idle(max_invocations=200)
+        assert seed.desired_count(cloud.clients) == 4, "the captured workflow did not complete"
+        captured = {
+            STAGE_OF_FUNCTION[logical]: {
+                "function_name": info.name,
+                "function_arn": info.arn,
+                "code_dir": str(info.code_dir),
+                "environment": _lambda_environment(info.environment),
+                "records": records[logical],
+                "responses": responses[info.name],
+            }
+            for logical, info in functions.items()
+        }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(captured))
+    return captured
+
+
+def _lambda_environment(environment: Any) -> dict[str, str]:
+    """The function's variables less the local cloud's own (its clock offset, endpoints)."""
+    return {
+        name: str(value)
+        for name, value in dict(environment).items()
+        if not name.startswith(("INTENTBUS_LOCAL", "AWS_ENDPOINT"))
+    }

@@ -1,0 +1,243 @@
+"""One measurement of one Lambda handler in this fresh interpreter, AWS faked at botocore's HTTP send.
+
+``python -m tests.bench.stage_probe SPEC``: SPEC is a JSON file naming the handler's code directory,
+the records to feed it, the raw AWS responses to answer with (``tests.bench.stage_capture``), the mode
+(``warm``: CPU per record over repeated batches; ``cold``: import and first record) and how many
+repeats. The result is written as JSON to the spec's ``result_path``; the handler's own output (its
+log lines, as Lambda would ship them) goes wherever the caller sent stdout.
+
+Only the standard library is imported before the clock starts: botocore is patched by an import hook
+the moment it loads, so the handler's own imports are timed as Lambda would pay them. Signing,
+serializing and parsing run as usual; only the socket is replaced, by the recorded response to the
+same request body (else the operation's first recorded one; PutEvents is answered entry by entry).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.abc
+import importlib.machinery
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+
+class _Fake:
+    """The recorded responses, and how long the handler spent inside botocore's calls."""
+
+    def __init__(self, responses: Sequence[dict[str, Any]]) -> None:
+        self.by_key: dict[tuple[str, str], dict[str, Any]] = {}
+        self.by_operation: dict[str, dict[str, Any]] = {}
+        for response in responses:
+            self.by_key.setdefault((response["operation"], response["key"]), response)
+            self.by_operation.setdefault(response["operation"], response)
+        self.operation = ""
+        self.inside_seconds = 0.0
+        self.calls = 0
+        self.put_events_calls = 0
+        self.put_events_entries = 0
+
+    def answer(self, body: object) -> tuple[int, dict[str, str], bytes]:
+        operation = self.operation
+        if operation == "PutEvents":
+            entries = json.loads(body if isinstance(body, (str, bytes)) else b"{}").get("Entries", [])
+            self.put_events_calls += 1
+            self.put_events_entries += len(entries)
+            accepted = [{"EventId": str(uuid.uuid4())} for _ in entries]
+            return 200, _JSON_HEADERS, json.dumps({"FailedEntryCount": 0, "Entries": accepted}).encode()
+        raw = body.encode() if isinstance(body, str) else body if isinstance(body, bytes) else b""
+        key = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        recorded = self.by_key.get((operation, key)) or self.by_operation.get(operation)
+        if recorded is None:
+            return 200, _JSON_HEADERS, b"{}"
+        return recorded["status"], recorded["headers"], base64.b64decode(recorded["body"])
+
+
+_JSON_HEADERS = {"Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": "bench"}
+
+
+def _patch_endpoint(module: ModuleType, fake: _Fake) -> None:
+    from botocore.awsrequest import AWSResponse
+
+    endpoint = module.Endpoint
+    do_get_response = endpoint._do_get_response
+
+    class _Raw:
+        def __init__(self, body: bytes) -> None:
+            self._body = body
+
+        def stream(self, **_: Any) -> Any:
+            yield self._body
+
+    def named(self: Any, request: Any, operation_model: Any, context: Any) -> Any:
+        fake.operation = operation_model.name
+        return do_get_response(self, request, operation_model, context)
+
+    def send(self: Any, request: Any) -> Any:
+        status, headers, body = fake.answer(request.body)
+        answered: Any = headers
+        return AWSResponse(request.url, status, answered, _Raw(body))
+
+    endpoint._do_get_response = named
+    endpoint._send = send
+
+
+def _patch_client(module: ModuleType, fake: _Fake) -> None:
+    client = module.BaseClient
+    make_api_call = client._make_api_call
+
+    def timed(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        started = time.process_time()
+        try:
+            return make_api_call(self, operation, params)
+        finally:
+            fake.inside_seconds += time.process_time() - started
+            fake.calls += 1
+
+    client._make_api_call = timed
+
+
+class _PatchOnLoad(importlib.abc.MetaPathFinder):
+    """Patches botocore's endpoint and client modules as they are first imported."""
+
+    def __init__(self, fake: _Fake) -> None:
+        self._patches = {"botocore.endpoint": _patch_endpoint, "botocore.client": _patch_client}
+        self._fake = fake
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        patch = self._patches.get(name)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, fake, chosen = spec.loader, self._fake, patch
+
+        class _Patching(importlib.abc.Loader):
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: ModuleType) -> None:
+                loader.exec_module(module)
+                chosen(module, fake)
+
+        spec.loader = _Patching()
+        return spec
+
+
+class _Context:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.function_name = spec["function_name"]
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = spec["function_arn"]
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "bench"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def batch(records: Sequence[dict[str, Any]], size: int) -> dict[str, Any]:
+    """``size`` records cycled from ``records``, each with its own message id, as one SQS event."""
+    chosen = []
+    for index in range(size):
+        record = dict(records[index % len(records)])
+        record["messageId"] = str(uuid.uuid4())
+        chosen.append(record)
+    return {"Records": chosen}
+
+
+def _new_trace(traced: bool) -> None:
+    """A new invocation's trace header, as Lambda sets it for each invocation when tracing is on."""
+    import os
+
+    if traced:
+        root = f"1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
+        os.environ["_X_AMZN_TRACE_ID"] = f"Root={root};Parent={uuid.uuid4().hex[:16]};Sampled=1"
+
+
+def _invoke(handler: Any, event: dict[str, Any], spec: dict[str, Any]) -> None:
+    _new_trace(spec["traced"])
+    response = handler(event, _Context(spec))
+    failures = (response or {}).get("batchItemFailures")
+    if failures:
+        raise SystemExit(f"the handler failed {len(failures)} records: {failures[:2]}")
+
+
+def main(path: str) -> None:
+    with open(path) as file:
+        spec = json.load(file)
+    fake = _Fake(spec["responses"])
+    sys.meta_path.insert(0, _PatchOnLoad(fake))
+    sys.path[:0] = [spec["code_dir"], *spec["paths"]]
+    records, size = spec["records"], spec["batch_size"]
+    if spec["mode"] == "cold":
+        event = batch(records, 1)
+        _new_trace(spec["traced"])
+        started, cpu_started = time.perf_counter(), time.process_time()
+        app = __import__(spec["module"])
+        _invoke(app.lambda_handler, event, spec)
+        cold_cpu = (time.process_time() - cpu_started) * 1000
+        cold_wall = (time.perf_counter() - started) * 1000
+        _report(spec, {"cold_start_ms": cold_cpu, "cold_start_wall_ms": cold_wall})
+        return
+    app = __import__(spec["module"])
+    if spec["mode"] == "profile":
+        _profile(app, records, size, spec)
+        return
+    for _ in range(spec["warmup"]):
+        _invoke(app.lambda_handler, batch(records, size), spec)
+    cpu: list[float] = []
+    inside: list[float] = []
+    calls = puts = entries = 0
+    for _ in range(spec["repeats"]):
+        event = batch(records, size)
+        fake.inside_seconds, fake.calls, fake.put_events_calls, fake.put_events_entries = 0.0, 0, 0, 0
+        started = time.process_time()
+        _invoke(app.lambda_handler, event, spec)
+        cpu.append((time.process_time() - started) * 1000 / size)
+        inside.append(fake.inside_seconds * 1000 / size)
+        calls, puts, entries = fake.calls, fake.put_events_calls, fake.put_events_entries
+    result = {
+        "cpu_ms_per_record": statistics.median(cpu),
+        "botocore_ms_per_record": statistics.median(inside),
+        "framework_ms_per_record": statistics.median(c - i for c, i in zip(cpu, inside, strict=True)),
+        "aws_calls_per_batch": calls,
+        "put_events_calls_per_batch": puts,
+        "put_events_entries_per_batch": entries,
+    }
+    _report(spec, result)
+
+
+def _report(spec: dict[str, Any], result: dict[str, Any]) -> None:
+    with open(spec["result_path"], "w") as file:
+        json.dump(result, file)
+
+
+def _profile(app: Any, records: Sequence[dict[str, Any]], size: int, spec: dict[str, Any]) -> None:
+    """Where a warm handler's time goes (``mode: profile``): cProfile's top functions, by own time."""
+    import cProfile
+    import pstats
+
+    for _ in range(spec["warmup"]):
+        _invoke(app.lambda_handler, batch(records, size), spec)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(spec["repeats"]):
+        _invoke(app.lambda_handler, batch(records, size), spec)
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats(spec.get("sort", "tottime"))
+    stats.print_stats(spec.get("limit", 45))
+    _report(spec, {})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,95 @@
+"""The cost model bills DynamoDB as AWS does: by item size, twice for transactions, index entries
+by what the write changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from intentbus_faults.calls import Call
+from tests.bench.capacity import CapacityMeter, item_size, read_units, write_units
+from tests.bench.idle import idle_monthly
+
+TABLE = {
+    "Table": {
+        "KeySchema": [{"AttributeName": "pk"}, {"AttributeName": "sk"}],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "runs",
+                "KeySchema": [{"AttributeName": "rpk"}, {"AttributeName": "rsk"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    }
+}
+
+
+class FakeTable:
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def raw(self, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "DescribeTable":
+            return TABLE
+        key = (params["Key"]["pk"]["S"], params["Key"]["sk"]["S"])
+        return {"Item": self.items[key]} if key in self.items else {}
+
+    def put(self, params: dict[str, Any]) -> dict[str, Any]:
+        item = params["Item"]
+        self.items[(item["pk"]["S"], item["sk"]["S"])] = item
+        return {}
+
+
+def put(meter: CapacityMeter, table: FakeTable, item: dict[str, Any]) -> None:
+    meter(Call("f", "dynamodb", "PutItem", {"TableName": "t", "Item": item}), table.put)
+
+
+def s(text: str) -> dict[str, str]:
+    return {"S": text}
+
+
+def test_sizes_round_up_per_kilobyte_for_writes_and_per_4_kilobytes_for_reads() -> None:
+    assert item_size({"pk": s("abc"), "n": {"N": "12345"}}) == 2 + 3 + 1 + 4
+    assert write_units(1024) == 1
+    assert write_units(1025) == 2
+    assert write_units(0) == 1
+    assert read_units(4097, consistent=True) == 2
+    assert read_units(10, consistent=False) == 0.5
+
+
+def test_an_index_is_written_only_when_the_write_changes_its_entry() -> None:
+    table = FakeTable()
+    meter = CapacityMeter(table.raw, ["t"])
+    put(meter, table, {"pk": s("a"), "sk": s("1"), "body": s("x" * 1500)})
+    assert meter.usage.write_units == {"t": 2}  # 1.5 KB, no index key: no index write
+    put(meter, table, {"pk": s("a"), "sk": s("1"), "body": s("y"), "rpk": s("R"), "rsk": s("1")})
+    assert meter.usage.index_writes == {"t/runs": 1}  # a new entry
+    put(meter, table, {"pk": s("a"), "sk": s("1"), "body": s("z"), "rpk": s("R"), "rsk": s("1")})
+    assert meter.usage.index_writes == {"t/runs": 1}  # keys only: a body change is not the index's
+    put(meter, table, {"pk": s("a"), "sk": s("1"), "body": s("z"), "rpk": s("R"), "rsk": s("2")})
+    assert meter.usage.index_writes == {"t/runs": 3}  # a moved key: delete + put
+    assert meter.usage.write_units["t"] == 2 + 2 + 1 + 1  # the first write replaced 1.5 KB
+
+
+def test_a_transaction_bills_two_units_per_kilobyte_per_item() -> None:
+    table = FakeTable()
+    meter = CapacityMeter(table.raw, ["t"])
+    actions = [
+        {"Put": {"TableName": "t", "Item": {"pk": s("a"), "sk": s("1"), "b": s("x" * 1100)}}},
+        {"ConditionCheck": {"TableName": "t", "Key": {"pk": s("a"), "sk": s("2")}}},
+    ]
+
+    def commit(params: dict[str, Any]) -> dict[str, Any]:
+        return table.put(params["TransactItems"][0]["Put"])
+
+    meter(Call("f", "dynamodb", "TransactWriteItems", {"TransactItems": actions}), commit)
+    assert meter.usage.write_units == {"t": 2 * 2 + 2 * 1}
+    assert meter.usage.transactional_items == 2
+
+
+def test_idle_costs_are_read_from_the_template() -> None:
+    idle = idle_monthly(Path(__file__).resolve().parents[2] / "template.yaml")
+    assert idle["sqs_mappings"] == 5  # the five stages' mappings poll even when nothing flows
+    assert idle["alarm_metrics"] >= 14
+    parts = ("alarms", "dashboards", "kms_keys", "scheduled_functions", "idle_sqs_polls")
+    assert idle["total"] >= sum(idle[part] for part in parts)
