@@ -54,9 +54,18 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests/unit
 
-# The built local cloud's e2e test runs sam build, hence the SAM CLI.
+# The suite on every core (TEST_WORKERS, default auto), then the packaging tests (sam build, hence the SAM
+# CLI; the wheel and the project it makes), each run's time printed; fails if either failed.
+TEST_WORKERS ?= auto
 test: lint typecheck $(SAM_STAMP)
-	$(BIN)/pytest
+	@started=$$(date +%s); \
+	$(BIN)/pytest -m "not packaging" -n $(TEST_WORKERS); suite=$$?; \
+	middle=$$(date +%s); \
+	$(BIN)/pytest -m packaging; packaging=$$?; \
+	ended=$$(date +%s); \
+	echo "make test: $$((middle - started)) s for the suite without the packaging tests (exit $$suite)," \
+		"$$((ended - middle)) s for the packaging tests (exit $$packaging)"; \
+	test $$suite -eq 0 && test $$packaging -eq 0
 
 # sam validate --lint, sam build into .aws-sam/build (the layer by shared/Makefile, for ARCHITECTURE), then
 # the build check: architectures of compiled code, the runtime's SDK kept out, Lambda's size limits.
@@ -66,8 +75,13 @@ build: $(STAMP) $(SAM_STAMP)
 	ARCHITECTURE=$(ARCHITECTURE) $(SAM) build --parameter-overrides Architecture=$(ARCHITECTURE)
 	$(BIN)/python -m intentbus_build.check .aws-sam/build --parameter Architecture=$(ARCHITECTURE)
 
+# LOAD=N instead: N inputs through the local cloud, queue depth and latency per stage drawn in .bench/load-N.png.
 bench: $(STAMP)
+ifdef LOAD
+	$(BIN)/python -m tests.bench.load $(LOAD)
+else
 	$(BIN)/python -m tests.bench.run
+endif
 
 # Seeded fault schedules with the invariant checker; FAULTS=N for a longer run, FAULTS_SEED=S to replay.
 faults: $(STAMP)

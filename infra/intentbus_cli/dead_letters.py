@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from intentbus.errors import ConfigurationError
 from intentbus_cli import bodies, tables
+from intentbus_cli.progress import Progress as Bar
 from intentbus_cli.queue_moves import (
     MoveReport,
     MoveTaskUnsupported,
@@ -43,8 +44,13 @@ def error_of(message: QueuedMessage) -> str:
 def list_messages(sqs: SqsQueues, queues: list[Queue]) -> int:
     rows: list[tuple[str, ...]] = []
     counts: list[str] = []
-    for queue in queues:
-        found = peek(sqs, queue.url)
+    with Bar("dlq list", total=len(queues), unit="queues read") as progress:
+        found_in = []
+        for queue in queues:
+            progress.update(detail=f"reading {queue.name}")
+            found_in.append((queue, peek(sqs, queue.url)))
+            progress.update(advance=1, detail="")
+    for queue, found in found_in:
         counts.append(f"{queue.name} {len(found)}")
         for message in found:
             facts = bodies.event_facts(message.body)
@@ -121,14 +127,15 @@ def redrive(sqs: SqsQueues, queues: list[Queue], options: RedriveOptions) -> int
             continue
         if _use_task(options) and _moved_by_task(sqs, queue, options):
             continue
-        report = move_messages(
-            sqs,
-            queue.url,
-            lineage_plan(queue, destination),
-            dry_run=options.dry_run,
-            max_messages=remaining,
-            on_progress=ProgressLines(queue.name, depth.visible),
-        )
+        with Bar(f"{queue.name} -> {where}", total=depth.visible, unit="messages") as bar:
+            report = move_messages(
+                sqs,
+                queue.url,
+                lineage_plan(queue, destination),
+                dry_run=options.dry_run,
+                max_messages=remaining,
+                on_progress=ProgressLines(queue.name, depth.visible, bar=bar),
+            )
         print(summary_line(queue.name, report))
         incomplete += not report.complete
         if remaining is not None:
@@ -182,11 +189,13 @@ def task_line(name: str, status: TaskStatus) -> str:
 
 
 class ProgressLines:
-    """One line per message in a dry run, per ten moved otherwise, and every failure."""
+    """One line per message in a dry run, and every failure; the count moved on ``bar``, and as a line
+    per ten moved where there is no bar or it is not on a terminal."""
 
-    def __init__(self, name: str, expected: int) -> None:
+    def __init__(self, name: str, expected: int, *, bar: Bar | None = None) -> None:
         self._name = name
         self._expected = expected
+        self._bar = bar
 
     def __call__(self, progress: Progress) -> None:
         message = progress.message
@@ -194,7 +203,10 @@ class ProgressLines:
         if progress.step is Step.WOULD_MOVE:
             self._say(f"would move {message.message_id} {facts.type} run {facts.run_id}")
         elif progress.step is Step.MOVED:
-            if progress.moved % 10 == 0 or progress.moved == self._expected:
+            if self._bar is not None:
+                self._bar.update(done=progress.moved, total=max(self._expected, progress.moved))
+            on_bar = self._bar is not None and self._bar.on_terminal
+            if not on_bar and (progress.moved % 10 == 0 or progress.moved == self._expected):
                 self._say(f"moved {progress.moved}/~{self._expected}")
         elif progress.step is Step.FAILED:
             self._say(f"could not send {message.message_id}: left in place")

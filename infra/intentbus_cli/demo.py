@@ -21,6 +21,7 @@ from typing import Literal
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.journal import ApprovalStatus, LogEntry
 from intentbus.state import Status, WorkflowState
+from intentbus_cli.progress import Progress, watch_pipeline
 from intentbus_cli.timeline import render
 from intentbus_local import seed
 from intentbus_local.backend import Mode
@@ -86,7 +87,7 @@ def run(
             [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
         )
         say(f"emitted ServiceLatencyIncreased in {environment} (p99 {event['payload']['p99_ms']:g} ms)")
-        summary = cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
+        summary = _run(cloud, "demo: the incident runs")
         store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
         tenant = str(event["tenant_id"])
         taken: Decision | None = None
@@ -101,7 +102,7 @@ def run(
                 ask=ask,
                 say=say,
             )
-            cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
+            _run(cloud, "demo: after the decision")
         runs = store.runs(tenant)
         state = runs[0] if runs else None
         entries = store.entries(tenant, state.run_id) if state else []
@@ -167,6 +168,16 @@ def _decide(
         return _taken(_status(store, tenant, approval_id)) or decision
     finally:
         front.close()
+
+
+def _run(cloud: LocalCloud, title: str) -> RunSummary:
+    """Until idle, with a bar of what each stage holds (the demo's one input, done once it left them)."""
+    with Progress(title, total=1, unit="input done") as progress:
+        stop_watching = watch_pipeline(cloud, progress, inputs=1)
+        try:
+            return cloud.run_until_idle(max_invocations=500, deadline_seconds=90)
+        finally:
+            stop_watching()
 
 
 def _status(store: DynamoWorkflowStore, tenant: str, approval_id: str) -> ApprovalStatus | None:

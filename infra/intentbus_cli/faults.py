@@ -16,14 +16,16 @@ import shlex
 import shutil
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from intentbus.catalog import Catalog
 from intentbus.errors import ConfigurationError
+from intentbus_cli.progress import Progress
 
 if TYPE_CHECKING:
-    from intentbus_faults.run import Outcome
+    from intentbus_faults.run import Outcome, Tally
 
 _P = TypeVar("_P", bound=argparse.ArgumentParser)
 
@@ -106,16 +108,29 @@ def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
     )
     signal.signal(signal.SIGTERM, _stop)
     print(f"seed: {seed}, {schedules} schedule(s), {workers} worker(s) over {', '.join(catalog.workflows)}")
-    progress = runner.print_progress(args.verbose, schedules)
     workers = min(workers, schedules)
-    if workers > 1 or schedules > runner.SCHEDULES_PER_PROCESS:
-        outcome = runner.run_parallel(
-            schedules, seed, workers=workers, kinds=kinds, target=target, progress=progress
-        )
-    else:
-        outcome = runner.run(schedules, seed, kinds=kinds, target=target, progress=progress)
+    with Progress("faults", total=schedules, unit="schedules") as bar:
+        progress = _counted(runner.print_progress(args.verbose, schedules), bar)
+        if workers > 1 or schedules > runner.SCHEDULES_PER_PROCESS:
+            outcome = runner.run_parallel(
+                schedules, seed, workers=workers, kinds=kinds, target=target, progress=progress
+            )
+        else:
+            outcome = runner.run(schedules, seed, kinds=kinds, target=target, progress=progress)
     outcome.replay = _replay(args, seeded)
     return _report(outcome, args.json)
+
+
+def _counted(report: Callable[[Tally], None], bar: Progress) -> Callable[[Tally], None]:
+    violations = 0
+
+    def progress(tally: Tally) -> None:
+        nonlocal violations
+        report(tally)
+        violations += bool(tally.violations)
+        bar.update(advance=1, detail=f"{violations} with a violation" if violations else "")
+
+    return progress
 
 
 def _report(outcome: Outcome, json_path: Path | None) -> int:

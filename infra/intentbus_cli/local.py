@@ -98,8 +98,8 @@ def run_events(
         if redeploying:
             cloud.redeploy(parameters=redeploy, template=redeploy_template)
             print(f"redeployed: {_describe(redeploy, redeploy_template)}")
-            batches.append((_catalog(cloud), _emit(cloud, later)))
-            summary = _run(cloud, len(first) + len(later))
+            batches.append((_catalog(cloud), _emit(cloud, later, title="local run (after the redeploy)")))
+            summary = _run(cloud, len(first) + len(later), title="local run (after the redeploy)")
         results = [reporting.build(cloud, catalog, sent) for catalog, sent in batches]
     counts = _print_report(results, summary)
     if report is not None:
@@ -147,20 +147,37 @@ Sent = list[tuple[int, dict[str, Any], str, str]]
 """(line, envelope, bus event id, source) of every input emitted."""
 
 
-def _emit(cloud: LocalCloud, lines: list[tuple[int, dict[str, Any]]]) -> Sent:
+def _emit(cloud: LocalCloud, lines: list[tuple[int, dict[str, Any]]], *, title: str = "local run") -> Sent:
+    from intentbus_cli.progress import Progress
+
     sent: Sent = []
-    for number, envelope in lines:
-        source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
-        detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
-        (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
-            [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
-        )
-        sent.append((number, envelope, bus_event_id, source))
+    with Progress(f"{title}: sending", total=len(lines), unit="inputs sent") as progress:
+        for number, envelope in lines:
+            source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
+            detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
+            (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
+                [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
+            )
+            sent.append((number, envelope, bus_event_id, source))
+            progress.update(advance=1)
     return sent
 
 
-def _run(cloud: LocalCloud, inputs: int) -> RunSummary:
-    return cloud.run_until_idle(max_invocations=20 * inputs + 100, deadline_seconds=600, raise_on_limit=False)
+def _run(cloud: LocalCloud, inputs: int, *, title: str = "local run") -> RunSummary:
+    """Until idle, with progress: the inputs out of every stage queue, and what each stage holds."""
+    from intentbus_cli.progress import Progress, watch_pipeline
+
+    with Progress(title, total=inputs, unit="inputs done") as progress:
+        stop_watching = watch_pipeline(cloud, progress, inputs=inputs)
+        try:
+            summary = cloud.run_until_idle(
+                max_invocations=20 * inputs + 100, deadline_seconds=600, raise_on_limit=False
+            )
+        finally:
+            stop_watching()
+        if summary.idle:
+            progress.update(done=inputs, detail="")
+    return summary
 
 
 def _describe(parameters: Mapping[str, str] | None, template: Path | None) -> str:

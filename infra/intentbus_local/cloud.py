@@ -399,6 +399,15 @@ class LocalCloud:
             int(attributes.get("ApproximateNumberOfMessagesDelayed", "0")),
         )
 
+    def stage_depths(self) -> dict[str, int]:
+        """Messages in each function's queue (visible, in flight or delayed), by the function's logical id
+        without ``Function`` (``ValidateFunction`` -> ``validate``), in template order."""
+        depths: dict[str, int] = {}
+        for mapping in self.topology.mappings:
+            stage = mapping.function_logical_id.removesuffix("Function").lower()
+            depths[stage] = depths.get(stage, 0) + sum(self.queue_depth(mapping.queue.logical_id))
+        return depths
+
     def queue_messages(self, logical_id: str) -> list[QueueMessage]:
         """The visible messages of a queue (e.g. the quarantine queue or a DLQ), left in the queue.
 

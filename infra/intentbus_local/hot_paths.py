@@ -3,7 +3,10 @@
 Each memoizes a function whose answer depends only on its arguments, so none changes what moto
 answers: ``jsonpath_ng.ext.parse`` (moto's EventBridge builds a fresh yacc parser for the same few
 JSONPath expressions on every event it delivers to SQS), ``camelcase_to_underscores`` (every request's
-action and parameter names) and ``method_names_from_class`` (every response dispatch).
+action and parameter names), ``method_names_from_class`` (every response dispatch) and, inside
+``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
+installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth) and
+response_keys (the response serializer's key lookups).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any
+
+from intentbus_local import response_keys, sqs_hot_paths
 
 
 def apply() -> None:
@@ -28,6 +33,9 @@ def apply() -> None:
         (moto.core.utils, moto.core.responses, moto.sqs.models),
     )
     _memoize(moto.core.utils, "method_names_from_class", 512, (moto.core.utils, moto.core.responses))
+    _memoize(moto.core.utils, "utcfromtimestamp", 256, (moto.core.utils,))
+    sqs_hot_paths.apply()
+    response_keys.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

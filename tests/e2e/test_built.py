@@ -21,7 +21,7 @@ from intentbus_local import seed
 from intentbus_local.built_runtime import BuiltRuntime
 from intentbus_local.cloud import LocalCloud
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.packaging]
 
 REPO = Path(__file__).resolve().parents[2]
 SAM = REPO / ".venv-sam" / "bin" / "sam"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.packaging]
 
 REPO = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT = 900

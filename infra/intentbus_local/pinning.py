@@ -1,0 +1,69 @@
+"""Replacements of moto's code, pinned to the source they replace.
+
+A module that replaces a moto function for speed lists it with the digest of moto's source as found
+(``Pins.sources``); ``Pins.changed()`` names those whose source is no longer that one, and the pinned
+tests fail on it, so a replacement is looked at again when moto changes the code it copies rather than
+kept past it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def source_digest(function: Callable[..., Any]) -> str:
+    """The first 16 hex digits of the sha256 of the function's source."""
+    return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Pins:
+    found_on: str
+    """The moto version whose code the digests are of."""
+    sources: Mapping[str, str]
+    """``module.Class.attribute`` -> ``source_digest`` of moto's source of it (a property: of its getter)."""
+    replaced: dict[str, Any] = field(default_factory=dict)
+    """``Class.attribute`` -> moto's own, once replaced."""
+
+    def replace(self, owner: type, name: str, replacement: Any) -> Any:
+        """Sets ``owner.name`` (once; the later calls keep the first), returning moto's own."""
+        key = f"{owner.__name__}.{name}"
+        if key not in self.replaced:
+            self.replaced[key] = vars(owner)[name]
+            setattr(owner, name, replacement)
+        return self.replaced[key]
+
+    def moto_original(self, name: str) -> Callable[..., Any]:
+        """moto's own ``Class.attribute`` (a property's getter), replaced or not."""
+        found = self.replaced.get(name)
+        if found is None:
+            path = next(dotted for dotted in self.sources if dotted.endswith(f".{name}"))
+            module, owner, attribute = _split(path)
+            found = vars(getattr(importlib.import_module(module), owner))[attribute]
+        return _function(found)
+
+    def changed(self) -> list[str]:
+        """The pinned names whose moto source is not the one found on ``found_on``."""
+        return [
+            dotted
+            for dotted, digest in self.sources.items()
+            if source_digest(self.moto_original(".".join(_split(dotted)[1:]))) != digest
+        ]
+
+
+def _split(dotted: str) -> tuple[str, str, str]:
+    module, owner, attribute = dotted.rsplit(".", 2)
+    return module, owner, attribute
+
+
+def _function(found: Any) -> Callable[..., Any]:
+    if isinstance(found, property):
+        return found.fget  # type: ignore[return-value]
+    if isinstance(found, classmethod | staticmethod):
+        return found.__func__
+    return found  # type: ignore[no-any-return]
