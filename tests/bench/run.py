@@ -5,37 +5,33 @@ Figures that depend on this machine's speed are ratios to a baseline measured in
 - ``stages.<stage>``: AWS calls per event on the incident workflow (``tests.bench.aws_calls``), and CPU
   per record, framework time, X-Ray's cost and cold start against a minimal Powertools handler
   (``tests.bench.stages``, whose docstring defines each key); ``stages.baseline``: that handler's own.
-- ``per_step``: the request charges of one workflow step against Step Functions Standard.
-- ``goals``: issue 18's goals for the stages, each met or not in this run.
-- The sections of ``MEASURED_ELSEWHERE`` (cost model, local cloud, fault harness): each a function of its
-  own ``tests/bench`` module returning a dict, written under its section's key.
+- ``per_step``: AWS calls of one workflow step.
+- ``SECTIONS``: ``cost`` (``tests.bench.cost``: the cost model per million steps against Step Functions),
+  ``local`` and ``faults`` (``tests.bench.local_speed``: the local cloud at 50 and 400 inputs, the fault
+  harness on 2 workers), ``idempotency`` (``tests.bench.idempotency_latency``: execute's added latency
+  on DynamoDB and on Redis), ``brokers`` (``tests.bench.brokers``: the broker ingress against validate
+  on the bus); each module's docstring defines its keys.
+- ``goals``: issue 18's goals, each met or not in this run.
+
+``make bench LOAD=N`` runs the load run instead (``tests.bench.load``).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.bench import aws_calls, stages
+from tests.bench import aws_calls, brokers, cost, idempotency_latency, local_speed, stages
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# List prices, us-east-1 (see the README): what one workflow step costs in requests.
-STEP_FUNCTIONS_PER_TRANSITION = 0.025 / 1000
-EVENTBRIDGE_PER_EVENT = 1.00 / 1_000_000
-SQS_PER_REQUEST = 0.40 / 1_000_000
-LAMBDA_PER_REQUEST = 0.20 / 1_000_000
-DYNAMODB_PER_WRITE_UNIT = 0.625 / 1_000_000
-DYNAMODB_PER_READ_UNIT = 0.125 / 1_000_000
-
-
-DYNAMODB_BUDGET = {"execute": 3}
-"""DESIGN's happy-path budget per event: two DynamoDB calls, three at execute (the resource check)."""
+DYNAMODB_BUDGET: dict[str, int] = {}
+"""DESIGN's happy-path budget per event: two DynamoDB calls at every stage (execute's idempotency put rides
+in its guard transaction)."""
 
 GOALS = {
     "framework_ms_per_record": 0.25,
@@ -44,10 +40,22 @@ GOALS = {
 }
 """Issue 18's goals 1 and 2: at most this, at every stage."""
 
-MEASURED_ELSEWHERE: tuple[tuple[str, str, str], ...] = (
-    # (section of results.json, module, function returning the section's dict)
+SECTIONS: tuple[tuple[str, Callable[[], Mapping[str, Any]]], ...] = (
+    ("cost", cost.measure_cost),
+    ("local", local_speed.measure_local),
+    ("faults", local_speed.measure_faults),
+    ("idempotency", idempotency_latency.measure_idempotency),
+    ("brokers", brokers.measure),
 )
-"""Other figures of the same run; a module or function that is not there is reported and skipped."""
+"""The other figures of the same run, each written under its section of results.json."""
+
+SECTION_GOALS: tuple[tuple[str, str, str, float], ...] = (
+    ("cost", "ratio_sfn_standard", "<=", 0.15),
+    ("local", "inputs_per_second", ">=", 30.0),
+    ("local", "scaling", "<=", 1.3),
+    ("faults", "schedules_per_second", ">=", 10.0),
+)
+"""Issue 18's goals 3 and 5: (section, figure, comparison, limit)."""
 
 
 def main() -> int:
@@ -106,16 +114,20 @@ def main() -> int:
     per_step = _per_step(calls, steps)
     print(
         f"\nper workflow step ({steps} steps): {per_step['aws_calls']:.1f} AWS calls "
-        f"({per_step['dynamodb_calls']:.1f} DynamoDB, {per_step['put_events_calls']:.1f} PutEvents); "
-        f"request charges ${per_step['request_cost_usd'] * 1e6:.2f} per million steps, "
-        f"Step Functions Standard ${per_step['step_functions_cost_usd'] * 1e6:.2f} "
-        f"(ratio {per_step['cost_ratio']:.2f})"
+        f"({per_step['dynamodb_calls']:.1f} DynamoDB, {per_step['put_events_calls']:.1f} PutEvents)"
     )
     results: dict[str, Any] = {"stages": figures, "per_step": per_step, "goals": goals}
-    for section, module, function in MEASURED_ELSEWHERE:
-        measured = _measure_elsewhere(module, function)
-        if measured is not None:
-            results[section] = measured
+    for section, measure in SECTIONS:
+        print(f"\n{section}:")
+        results[section] = dict(measure())
+        for key, value in results[section].items():
+            if isinstance(value, int | float | str):
+                print(f"  {key}: {value}")
+    for section, key, comparison, limit in SECTION_GOALS:
+        value = float(results[section][key])
+        met = value <= limit if comparison == "<=" else value >= limit
+        goals[f"{section}.{key} {comparison} {limit}"] = met
+        print(f"goal {section}.{key} {comparison} {limit}: {value:g}, {'met' if met else 'NOT met'}")
     out = ROOT / ".bench" / "results.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
@@ -153,15 +165,6 @@ def _goals(timings: dict[str, dict[str, float]]) -> dict[str, bool]:
     }
 
 
-def _measure_elsewhere(module: str, function: str) -> dict[str, Any] | None:
-    try:
-        measure: Callable[[], dict[str, Any]] = getattr(importlib.import_module(module), function)
-    except (ImportError, AttributeError) as missing:
-        print(f"{module}.{function}: not measured ({missing})")
-        return None
-    return measure()
-
-
 def _print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for number, row in enumerate(rows):
@@ -176,33 +179,11 @@ def _print_table(rows: Sequence[Sequence[str]]) -> None:
 
 
 def _per_step(stages_calls: dict[str, aws_calls.StageCalls], steps: int) -> dict[str, float]:
-    """Request charges of one step (five hops) against Step Functions Standard running the same five states.
-
-    Assumes each hop's message costs one SQS send (by EventBridge), receive and delete; transactional
-    writes at two units per item, as DynamoDB bills them; Lambda duration is left out of both sides.
-    """
+    """AWS calls of one step (five hops); what they cost is the cost model's (``cost``)."""
     dynamodb = sum(s.dynamodb_calls for s in stages_calls.values()) / steps
     puts = sum(s.put_events_calls for s in stages_calls.values()) / steps
-    entries = sum(s.put_events_entries for s in stages_calls.values()) / steps
-    records = sum(s.records for s in stages_calls.values()) / steps
     other = sum(sum(s.other_calls.values()) for s in stages_calls.values()) / steps
-    cost = (
-        entries * EVENTBRIDGE_PER_EVENT
-        + records * 3 * SQS_PER_REQUEST
-        + records * LAMBDA_PER_REQUEST
-        + dynamodb * 2 * DYNAMODB_PER_WRITE_UNIT
-    )
-    transitions = 5
-    sfn = transitions * STEP_FUNCTIONS_PER_TRANSITION + records * LAMBDA_PER_REQUEST
-    return {
-        "aws_calls": dynamodb + puts + other,
-        "dynamodb_calls": dynamodb,
-        "put_events_calls": puts,
-        "request_cost_usd": cost,
-        "step_functions_cost_usd": sfn,
-        "step_functions_transitions": transitions,
-        "cost_ratio": cost / sfn,
-    }
+    return {"aws_calls": dynamodb + puts + other, "dynamodb_calls": dynamodb, "put_events_calls": puts}
 
 
 if __name__ == "__main__":
