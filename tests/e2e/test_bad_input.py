@@ -79,7 +79,9 @@ def test_a_record_that_keeps_failing_is_retried_alone_then_dead_lettered(
     cloud: LocalCloud, store: DynamoWorkflowStore
 ) -> None:
     def throttle_poison(call: Call) -> Exception | None:
-        if call.operation == "PutItem" and "run_poison" in json.dumps(call.params.get("Item", {})):
+        if call.operation == "PutItem" and "run_poison" in json.dumps(
+            call.params.get("Item", {}), default=repr
+        ):
             return ClientError(
                 {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
                 "PutItem",
