@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -54,6 +53,7 @@ from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
+from intentbus.xray import traced, xray_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -302,19 +302,6 @@ class SqsStageHandler:
         }
 
 
-def xray_tracer() -> Tracer | None:
-    """Powertools' Tracer (patching botocore), only when X-Ray is the tracing backend and tracing is on
-    (``TRACING_BACKEND``, ``POWERTOOLS_TRACE_DISABLED`` as the template sets them): otherwise the X-Ray
-    SDK is never imported."""
-    backend = os.environ.get("TRACING_BACKEND") or "xray"
-    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower() in ("1", "true", "yes", "on")
-    if backend != "xray" or disabled:
-        return None
-    from aws_lambda_powertools import Tracer
-
-    return Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
-
-
 def stage_entry(
     stage: str, build: Callable[[Runtime], StageCore]
 ) -> Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]:
@@ -326,9 +313,7 @@ def stage_entry(
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         return handler.handle_batch(event, context)
 
-    entry = metrics.log_metrics(lambda_handler)
-    if tracer is not None:
-        entry = tracer.capture_lambda_handler(entry)
+    entry = traced(metrics.log_metrics(lambda_handler), tracer)
     decorated: Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
     decorated = logger.inject_lambda_context(clear_state=True)(entry)
     return decorated
