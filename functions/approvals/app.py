@@ -1,18 +1,21 @@
 """The approvals API's Lambda entry: Powertools Event Handler over the approval, review and repair desks."""
 
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from functools import cache
+    from typing import Any
 
-from intentbus.approvals import ApprovalDesk
-from intentbus.approvals_api import build
-from intentbus.repair_desk import RepairDesk
-from intentbus.review import ReviewDesk
-from intentbus.runtime import Runtime, approval_desk, repair_desk, review_desk
-from intentbus.xray import traced, xray_tracer
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.approvals import ApprovalDesk
+    from intentbus.approvals_api import build
+    from intentbus.repair_desk import RepairDesk
+    from intentbus.review import ReviewDesk
+    from intentbus.runtime import Runtime, approval_desk, repair_desk, review_desk
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
 tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported

@@ -1,12 +1,15 @@
 """The broker ingress's Lambda entry (Kafka and Amazon MQ mappings): Powertools decorators and one call."""
 
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from typing import Any
 
-from intentbus.broker_ingress import BrokerIngressHandler
-from intentbus.xray import traced, xray_tracer
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.broker_ingress import BrokerIngressHandler
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
 tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported

@@ -1,16 +1,19 @@
 """The expiry sweep's Lambda entry: a scheduled rule turns lapsed approvals into ApprovalExpired."""
 
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from functools import cache
+    from typing import Any
 
-from intentbus import telemetry
-from intentbus.approvals import ApprovalDesk
-from intentbus.runtime import Runtime, approval_desk
-from intentbus.xray import traced, xray_tracer
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus import telemetry
+    from intentbus.approvals import ApprovalDesk
+    from intentbus.runtime import Runtime, approval_desk
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
 tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported

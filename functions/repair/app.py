@@ -1,16 +1,19 @@
 """The repair function's Lambda entry (on the quarantine queue when RepairQuarantined is on)."""
 
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from functools import cache
+    from typing import Any
 
-from intentbus.repair_handler import RepairHandler
-from intentbus.repair_worker import RepairWorker
-from intentbus.runtime import Runtime, repair_worker
-from intentbus.xray import traced, xray_tracer
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.repair_handler import RepairHandler
+    from intentbus.repair_worker import RepairWorker
+    from intentbus.runtime import Runtime, repair_worker
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
 tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported

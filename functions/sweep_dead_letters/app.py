@@ -1,17 +1,20 @@
 """The dead-letter sweep's Lambda entry: a scheduled rule pauses the runs whose messages reached a DLQ."""
 
-import os
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    import os
+    from functools import cache
+    from typing import Any
 
-from intentbus.adapters.sqs_dead_letters import SqsDeadLetters
-from intentbus.dead_letters import DeadLetterSweep, parse_queues
-from intentbus.runtime import Runtime
-from intentbus.xray import traced, xray_tracer
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.adapters.sqs_dead_letters import SqsDeadLetters
+    from intentbus.dead_letters import DeadLetterSweep, parse_queues
+    from intentbus.runtime import Runtime
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
 tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported
