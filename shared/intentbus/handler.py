@@ -36,7 +36,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
@@ -100,6 +100,8 @@ class SqsStageHandler:
         self._visibility = visibility
         self._events_bus = events
         self._core: StageCore | None = None
+        self._deliveries_of: StageCore | None = None
+        self._deliveries = False
         self._types = types
         self._logger = logger
         self._tracer = tracer
@@ -273,7 +275,7 @@ class SqsStageHandler:
         body = raw.get("body")
         core = self.core
         if isinstance(body, str):
-            if isinstance(core, HandlesDeliveries):
+            if self._counts_deliveries(core):
                 return core.handle_delivery(body, message_id, delivery)
             return core.handle(body, message_id)
         if "body" not in raw:
@@ -284,6 +286,12 @@ class SqsStageHandler:
             kept,
             message_id,
         )
+
+    def _counts_deliveries(self, core: StageCore) -> TypeGuard[HandlesDeliveries]:
+        """``isinstance`` against a Protocol walks its members on every call: asked once per core."""
+        if self._deliveries_of is not core:
+            self._deliveries_of, self._deliveries = core, isinstance(core, HandlesDeliveries)
+        return self._deliveries
 
     def _payloads(self, result: StageResult) -> dict[str, Any]:
         """The record's and its outputs' payloads, with every field the type registry marks sensitive
