@@ -1,20 +1,24 @@
 """The approvals API's Lambda entry: Powertools Event Handler over the approval, review and repair desks."""
 
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Tracer
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from functools import cache
+    from typing import Any
 
-from intentbus.approvals import ApprovalDesk
-from intentbus.approvals_api import build
-from intentbus.repair_desk import RepairDesk
-from intentbus.review import ReviewDesk
-from intentbus.runtime import Runtime, approval_desk, repair_desk, review_desk
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.approvals import ApprovalDesk
+    from intentbus.approvals_api import build
+    from intentbus.repair_desk import RepairDesk
+    from intentbus.review import ReviewDesk
+    from intentbus.runtime import Runtime, approval_desk, repair_desk, review_desk
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
-tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
+tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported
 
 
 @cache
@@ -37,7 +41,10 @@ def repairs() -> RepairDesk:
 app = build(desk, reviews, repairs)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)  # responses hold approvals' evidence
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+lambda_handler = logger.inject_lambda_context(
+    correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True
+)(traced(resolve, tracer, capture_response=False))  # responses hold approvals' evidence

@@ -1,20 +1,24 @@
 """The broker ingress's Lambda entry (Kafka and Amazon MQ mappings): Powertools decorators and one call."""
 
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from typing import Any
 
-from intentbus.broker_ingress import BrokerIngressHandler
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.broker_ingress import BrokerIngressHandler
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
-tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
+tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported
 metrics = Metrics()
 ingress = BrokerIngressHandler(logger=logger, tracer=tracer, metrics=metrics)
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return ingress.handle(event, context)
+
+
+lambda_handler = logger.inject_lambda_context(clear_state=True)(traced(metrics.log_metrics(handle), tracer))

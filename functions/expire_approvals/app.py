@@ -1,18 +1,22 @@
 """The expiry sweep's Lambda entry: a scheduled rule turns lapsed approvals into ApprovalExpired."""
 
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    from functools import cache
+    from typing import Any
 
-from intentbus import telemetry
-from intentbus.approvals import ApprovalDesk
-from intentbus.runtime import Runtime, approval_desk
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus import telemetry
+    from intentbus.approvals import ApprovalDesk
+    from intentbus.runtime import Runtime, approval_desk
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
-tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
+tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported
 metrics = Metrics()
 
 
@@ -21,10 +25,7 @@ def desk() -> ApprovalDesk:
     return approval_desk(Runtime.from_env())
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     expired = desk().expire_due()
     metrics.add_metric(name=telemetry.APPROVALS_EXPIRED, unit=MetricUnit.Count, value=len(expired))
     telemetry.report_approval_backlog(metrics, desk())  # what is still pending, and the oldest one's age
@@ -37,3 +38,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
             },
         )
     return {"expired": len(expired)}
+
+
+lambda_handler = logger.inject_lambda_context(clear_state=True)(traced(metrics.log_metrics(handle), tracer))

@@ -1,19 +1,23 @@
 """The dead-letter sweep's Lambda entry: a scheduled rule pauses the runs whose messages reached a DLQ."""
 
-import os
-from functools import cache
-from typing import Any
+from intentbus.coldstart import importing
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
+with importing():  # see intentbus.coldstart
+    import os
+    from functools import cache
+    from typing import Any
 
-from intentbus.adapters.sqs_dead_letters import SqsDeadLetters
-from intentbus.dead_letters import DeadLetterSweep, parse_queues
-from intentbus.runtime import Runtime
+    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from intentbus.adapters.sqs_dead_letters import SqsDeadLetters
+    from intentbus.dead_letters import DeadLetterSweep, parse_queues
+    from intentbus.runtime import Runtime
+    from intentbus.xray import traced, xray_tracer
 
 logger = Logger()
-tracer = Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
+tracer = xray_tracer()  # AWS calls traced under X-Ray; otherwise its SDK is never imported
 metrics = Metrics()
 
 
@@ -26,10 +30,7 @@ def sweep() -> DeadLetterSweep:
     )
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     swept = sweep().sweep()
     paused = [item for item in swept if item.paused_run is not None]
     metrics.add_metric(name="DeadLettersSeen", unit=MetricUnit.Count, value=len(swept))
@@ -40,3 +41,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, i
             extra={"stage": item.stage, "message_id": item.message_id, "run_id": item.paused_run},
         )
     return {"seen": len(swept), "paused": len(paused)}
+
+
+lambda_handler = logger.inject_lambda_context(clear_state=True)(traced(metrics.log_metrics(handle), tracer))

@@ -131,7 +131,7 @@ class BrokerIngressHandler:
     the invocation)."""
 
     logger: Logger
-    tracer: Tracer
+    tracer: Tracer | None
     metrics: Metrics
     build: Any = broker_ingress
     runtime: Any = Runtime.from_env

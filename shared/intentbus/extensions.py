@@ -78,6 +78,8 @@ def check_extensions(extensions: Mapping[Any, object], *, at: str = "extensions"
     ``at`` is where they sit in the input (``""``: top-level attributes, as CloudEvents puts them); a
     problem with one of them is located at ``<key>``, as a validation error names a key the schema
     does not (``intentbus.validation_errors``)."""
+    if not extensions:  # most envelopes: nothing to check, nor to measure
+        return
     one = f"{at}.<key>" if at else "<key>"
     whole = at or "<key>"
     if len(extensions) > MAX_EXTENSIONS:

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
@@ -54,6 +53,7 @@ from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
 from intentbus.stages.common import StageCore, StageResult
+from intentbus.xray import traced, xray_tracer
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -100,6 +100,8 @@ class SqsStageHandler:
         self._visibility = visibility
         self._events_bus = events
         self._core: StageCore | None = None
+        self._deliveries_of: StageCore | None = None
+        self._deliveries = False
         self._types = types
         self._logger = logger
         self._tracer = tracer
@@ -273,7 +275,7 @@ class SqsStageHandler:
         body = raw.get("body")
         core = self.core
         if isinstance(body, str):
-            if isinstance(core, HandlesDeliveries):
+            if self._counts_deliveries(core):
                 return core.handle_delivery(body, message_id, delivery)
             return core.handle(body, message_id)
         if "body" not in raw:
@@ -284,6 +286,12 @@ class SqsStageHandler:
             kept,
             message_id,
         )
+
+    def _counts_deliveries(self, core: StageCore) -> TypeGuard[HandlesDeliveries]:
+        """``isinstance`` against a Protocol walks its members on every call: asked once per core."""
+        if self._deliveries_of is not core:
+            self._deliveries_of, self._deliveries = core, isinstance(core, HandlesDeliveries)
+        return self._deliveries
 
     def _payloads(self, result: StageResult) -> dict[str, Any]:
         """The record's and its outputs' payloads, with every field the type registry marks sensitive
@@ -302,19 +310,6 @@ class SqsStageHandler:
         }
 
 
-def xray_tracer() -> Tracer | None:
-    """Powertools' Tracer (patching botocore), only when X-Ray is the tracing backend and tracing is on
-    (``TRACING_BACKEND``, ``POWERTOOLS_TRACE_DISABLED`` as the template sets them): otherwise the X-Ray
-    SDK is never imported."""
-    backend = os.environ.get("TRACING_BACKEND") or "xray"
-    disabled = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower() in ("1", "true", "yes", "on")
-    if backend != "xray" or disabled:
-        return None
-    from aws_lambda_powertools import Tracer
-
-    return Tracer(patch_modules=("botocore",))  # AWS calls traced; nothing else to patch
-
-
 def stage_entry(
     stage: str, build: Callable[[Runtime], StageCore]
 ) -> Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]:
@@ -326,9 +321,7 @@ def stage_entry(
     def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         return handler.handle_batch(event, context)
 
-    entry = metrics.log_metrics(lambda_handler)
-    if tracer is not None:
-        entry = tracer.capture_lambda_handler(entry)
+    entry = traced(metrics.log_metrics(lambda_handler), tracer)
     decorated: Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
     decorated = logger.inject_lambda_context(clear_state=True)(entry)
     return decorated

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from functools import lru_cache
 from typing import Any
 
 # Namespace for every id intentbus derives; fixed forever so that replays derive the same ids.
@@ -24,7 +25,13 @@ def idempotency_key(run_id: str, step_index: int, payload: Any) -> str:
 
 def derive_id(*parts: object) -> str:
     """uuid5 over the parts, e.g. ``derive_id(input_id, "decide")`` for a stage's output."""
-    return str(uuid.uuid5(INTENTBUS_NAMESPACE, ":".join(str(part) for part in parts)))
+    return _uuid5(":".join(str(part) for part in parts))
+
+
+@lru_cache(maxsize=512)
+def _uuid5(name: str) -> str:
+    # a record derives the same ids more than once (its identity, its outputs' ids)
+    return str(uuid.uuid5(INTENTBUS_NAMESPACE, name))
 
 
 def digest(value: Any) -> str:

@@ -45,15 +45,18 @@ def _no_constant(text: str) -> float:
 
 
 def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
+    """Whether any value sits deeper than ``limit`` (the top one at depth 0); level by level, visiting
+    only containers, since most values are scalars."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        below: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            if children and depth >= limit:
+                return True
+            below.extend(child for child in children if isinstance(child, dict | list))
+        level, depth = below, depth + 1
     return False
 
 
