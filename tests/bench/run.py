@@ -94,7 +94,7 @@ def main() -> int:
     figures[stages.BASELINE] = timings[stages.BASELINE]
     _print_table(call_rows)
     print(
-        "DynamoDB calls within the budget (2 per event, 3 at execute with the resource check): "
+        "DynamoDB calls within the budget (2 per event at every stage): "
         + ("yes" if not over_budget else f"NO, over in {', '.join(over_budget)}")
     )
     figures["within_dynamodb_budget"] = not over_budget
