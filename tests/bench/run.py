@@ -11,7 +11,7 @@ Figures that depend on this machine's speed are ratios to a baseline measured in
   harness on 2 workers), ``idempotency`` (``tests.bench.idempotency_latency``: execute's added latency
   on DynamoDB and on Redis), ``brokers`` (``tests.bench.brokers``: the broker ingress against validate
   on the bus); each module's docstring defines its keys.
-- ``goals``: issue 18's goals, each met or not in this run.
+- ``goals``: the performance and cost goals, each met or not in this run.
 
 ``make bench LOAD=N`` runs the load run instead (``tests.bench.load``).
 """
@@ -38,7 +38,7 @@ GOALS = {
     "cpu_ratio": 1.5,
     "cold_start_ratio": 1.10,
 }
-"""Issue 18's goals 1 and 2: at most this, at every stage."""
+"""The stages' goals: at most this, at every stage."""
 
 SECTIONS: tuple[tuple[str, Callable[[], Mapping[str, Any]]], ...] = (
     ("cost", cost.measure_cost),
@@ -55,7 +55,7 @@ SECTION_GOALS: tuple[tuple[str, str, str, float], ...] = (
     ("local", "scaling", "<=", 1.3),
     ("faults", "schedules_per_second", ">=", 10.0),
 )
-"""Issue 18's goals 3 and 5: (section, figure, comparison, limit)."""
+"""The cost and local-cloud goals: (section, figure, comparison, limit)."""
 
 
 def main() -> int:
