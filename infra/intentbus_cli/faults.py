@@ -9,6 +9,7 @@ a bad argument (2) or a workflow module or sample that does not load (1, as ever
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -90,6 +91,8 @@ def run(args: argparse.Namespace, *, seeded: bool = False) -> int:
         parser.error(f"unknown fault kind(s) {', '.join(unknown)}; choose from {', '.join(KINDS)}")
     if args.idempotency == "redis" and shutil.which("redis-server") is None:
         parser.error("--idempotency redis needs redis-server on PATH (Debian: apt-get install redis-server)")
+    if args.idempotency == "redis" and importlib.util.find_spec("redis") is None:
+        parser.error("--idempotency redis needs the redis client: pip install 'intentbus[redis]'")
     if args.events is not None and not args.events.is_file():
         parser.error(f"--events {args.events}: no such file")
     seed = _from_env(parser, args.seed, "FAULTS_SEED", random.randrange(10**6))

@@ -4,6 +4,8 @@ A real ``redis-server`` per harness; the template's ``IdempotencyRedis*`` parame
 Each in-progress put reaches the call tracker as the DynamoDB put it stands for (same record id), so
 the invariants attribute effects to records exactly as on DynamoDB. Faults are injected at AWS calls
 only: Redis' own calls are never failed, but crashes and timeouts around them still lapse leases.
+The Redis adapter is imported only when Redis is the store: a project without the ``redis`` extra
+runs the harness on DynamoDB.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from intentbus.adapters import idempotency, redis_idempotency
+from intentbus.adapters import idempotency
 from intentbus_faults.calls import Call
 from intentbus_local.redis_server import RedisServer, redis_server
 
@@ -50,6 +52,8 @@ class RedisStore:
 
     @functools.cached_property
     def _client(self) -> Any:
+        from intentbus.adapters import redis_idempotency
+
         return redis_idempotency.redis_client(self.server.host, self.server.port, tls=False)
 
 
@@ -62,6 +66,8 @@ def redis_store() -> Iterator[RedisStore]:
 @contextlib.contextmanager
 def tracking_redis_puts(tracker: Any, table: str, lapses: Lapses) -> Iterator[None]:
     """``tracker``: the harness' ``CallTracker``; ``table``: the idempotency table's name."""
+    from intentbus.adapters import redis_idempotency
+
     layer = redis_idempotency.LeasedCachePersistenceLayer
     put = layer._put_in_progress_record
 

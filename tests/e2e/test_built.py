@@ -94,7 +94,7 @@ def test_the_incident_runs_to_recovery_on_the_built_artifacts(built: Path, tmp_p
                 built / "IntentbusLayer" / "python" / "intentbus" / "__init__.py"
             )
             assert state.modules["app"] == str(built / function / "app.py")
-            assert state.modules["boto3"].startswith(str(runtime.sdk_dir))
+            assert state.modules["botocore"].startswith(str(runtime.sdk_dir))
             allowed = (
                 str(built),
                 str(runtime.sdk_dir.parent),

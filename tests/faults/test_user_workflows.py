@@ -4,6 +4,8 @@ command with the seed that shows it and how to replay it."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -234,3 +236,27 @@ def test_the_help_names_every_fault_kind(capsys: pytest.CaptureFixture[str]) -> 
 
     shown = " ".join(capsys.readouterr().out.split())
     assert all(kind in shown for kind in KINDS), [kind for kind in KINDS if kind not in shown]
+
+
+def test_redis_without_the_redis_client_is_one_line(
+    user_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A project installed without the `redis` extra: the client package cannot be imported.
+    module = _user_module(user_dir, "notes_redis_client")
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["faults", "--workflows", module, "--idempotency", "redis"])
+    out, err = capsys.readouterr()
+
+    assert exit_.value.code == 2
+    (line,) = (out + err).strip().splitlines()
+    assert "pip install 'intentbus[redis]'" in line
+
+
+def test_the_harness_runs_on_dynamodb_without_the_redis_client() -> None:
+    # What a project made by `intentbus init` installs: no `redis` package.
+    blocked = "import sys; sys.modules['redis'] = None; import intentbus_faults.harness, intentbus_cli.faults"
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
