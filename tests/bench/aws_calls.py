@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from intentbus_local import seed
@@ -37,6 +38,20 @@ class StageCalls:
         return self.put_events_calls / self.records
 
 
+def drive_seed_incident(cloud: LocalCloud, observed: AbstractContextManager[object]) -> None:
+    """The seed incident, from its latency alert to checkout-api scaled 2 -> 4, its run inside ``observed``
+    (the service and metrics it needs are seeded before)."""
+    seed.seed_service(cloud.clients)
+    seed.seed_metrics(cloud.clients)
+    event = seed.latency_event()
+    with observed:
+        cloud.put_events(
+            [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
+        )
+        cloud.run_until_idle(max_invocations=200)
+    assert seed.desired_count(cloud.clients) == 4, "the seed incident did not complete"
+
+
 def measure_incident() -> tuple[dict[str, StageCalls], int]:
     """Runs the incident workflow once, in-process; returns calls by stage and the number of steps."""
     log = CallLog()
@@ -53,15 +68,7 @@ def measure_incident() -> tuple[dict[str, StageCalls], int]:
                 records[STAGE_OF_FUNCTION[invocation.function_logical_id]] += len(invocation.event["Records"])
 
         cloud.add_observer(observe)
-        seed.seed_service(cloud.clients)
-        seed.seed_metrics(cloud.clients)
-        event = seed.latency_event()
-        with recording(log):
-            cloud.put_events(
-                [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
-            )
-            cloud.run_until_idle(max_invocations=200)
-        assert seed.desired_count(cloud.clients) == 4, "the benchmark's workflow did not complete"
+        drive_seed_incident(cloud, recording(log))
     stages: dict[str, StageCalls] = {}
     for name, stage in names.items():
         calls = log.by_function(name)

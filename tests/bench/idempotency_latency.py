@@ -29,9 +29,10 @@ from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.dynamodb_store import STATE_SK, run_pk
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope
 from intentbus.ports import ClaimRequest, IdempotentRunner
 from intentbus_local.redis_server import redis_server
+from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import create_idempotency_table, create_workflow_table, lambda_context
 
 TENANT, RUN = "bench", "run-bench"
@@ -154,20 +155,8 @@ def _request() -> ClaimRequest:
 
 
 def _command() -> Envelope:
-    key = uuid.uuid4().hex
-    return Envelope(
-        id=f"cmd-{key}",
-        source="bench",
-        type="noop",
-        time=datetime.now(UTC),
-        kind=Kind.COMMAND,
-        tenant_id=TENANT,
-        trace_id="t",
-        run_id=RUN,
-        step_index=1,
-        idempotency_key=key,
-        correlation_id=RUN,
-        payload={"n": 1},
+    return command_envelope(
+        uuid.uuid4().hex, type="noop", tenant_id=TENANT, run_id=RUN, source="bench", payload={"n": 1}
     )
 
 

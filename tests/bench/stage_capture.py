@@ -20,14 +20,6 @@ from typing import Any
 
 from botocore.endpoint import Endpoint
 
-STAGE_OF_FUNCTION = {
-    "ValidateFunction": "validate",
-    "DecideFunction": "decide",
-    "AuthorizeFunction": "authorize",
-    "ExecuteFunction": "execute",
-    "RecordFunction": "record",
-}
-
 
 def request_key(body: object) -> str:
     """The replay's lookup key of a request: a digest of its exact body."""
@@ -69,9 +61,9 @@ def _responses_recorded(into: dict[str, list[dict[str, Any]]]) -> Iterator[None]
 
 def capture(path: Path) -> dict[str, Any]:
     """Runs the incident workflow once and writes what each stage saw to ``path`` (JSON)."""
-    from intentbus_local import seed
     from intentbus_local.cloud import LocalCloud
     from intentbus_local.lambda_runtime import Invocation
+    from tests.bench.aws_calls import STAGE_OF_FUNCTION, drive_seed_incident
 
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
     responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -87,15 +79,7 @@ def capture(path: Path) -> dict[str, Any]:
                 records[invocation.function_logical_id].extend(invocation.event["Records"])
 
         cloud.add_observer(observe)
-        seed.seed_service(cloud.clients)
-        seed.seed_metrics(cloud.clients)
-        event = seed.latency_event()
-        with _responses_recorded(responses):
-            cloud.put_events(
-                [{"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}]
-            )
-            cloud.run_until_idle(max_invocations=200)
-        assert seed.desired_count(cloud.clients) == 4, "the captured workflow did not complete"
+        drive_seed_incident(cloud, _responses_recorded(responses))
         captured = {
             STAGE_OF_FUNCTION[logical]: {
                 "function_name": info.name,

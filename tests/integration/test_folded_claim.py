@@ -14,8 +14,9 @@ from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, resource_pk, run_pk
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus
+from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import (  # noqa: F401
     CallLog,
     aws,
@@ -64,19 +65,8 @@ def env(aws: None, monkeypatch: pytest.MonkeyPatch) -> Env:  # noqa: F811
 
 
 def command(key: str = "k1") -> Envelope:
-    return Envelope(
-        id="cmd-1",
-        source="test",
-        type="scale",
-        time=datetime.now(UTC),
-        kind=Kind.COMMAND,
-        tenant_id=TENANT,
-        trace_id="t",
-        run_id=RUN,
-        step_index=1,
-        idempotency_key=key,
-        correlation_id=RUN,
-        payload={"service": "svc", "count": 4},
+    return command_envelope(
+        key, id="cmd-1", type="scale", tenant_id=TENANT, run_id=RUN, payload={"service": "svc", "count": 4}
     )
 
 

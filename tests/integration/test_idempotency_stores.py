@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import pytest
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -18,9 +17,10 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope
 from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus_local.redis_server import RedisServer, redis_server
+from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
 
 RETENTION = 3600
@@ -73,20 +73,7 @@ def store(
 
 
 def command(key: str, payload: dict[str, object] | None = None) -> Envelope:
-    return Envelope(
-        id=f"cmd-{key}",
-        source="test",
-        type="charge",
-        time=datetime.now(UTC),
-        kind=Kind.COMMAND,
-        tenant_id="acme",
-        trace_id="t",
-        run_id="run-1",
-        step_index=1,
-        idempotency_key=key,
-        correlation_id="run-1",
-        payload=payload or {"invoice": "inv-1"},
-    )
+    return command_envelope(key, payload=payload)
 
 
 def counting(calls: list[str], answer: str) -> Callable[[], dict[str, object]]:

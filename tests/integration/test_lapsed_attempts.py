@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope
+from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
 
 
@@ -29,20 +28,7 @@ def runner(aws: None, monkeypatch: pytest.MonkeyPatch) -> PowertoolsIdempotentRu
 
 
 def command(key: str) -> Envelope:
-    return Envelope(
-        id=f"cmd-{key}",
-        source="test",
-        type="charge",
-        time=datetime.now(UTC),
-        kind=Kind.COMMAND,
-        tenant_id="acme",
-        trace_id="t",
-        run_id="run-1",
-        step_index=1,
-        idempotency_key=key,
-        correlation_id="run-1",
-        payload={"invoice": "inv-1"},
-    )
+    return command_envelope(key)
 
 
 def crash() -> dict[str, object]:

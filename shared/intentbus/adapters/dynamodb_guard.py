@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, auth_sk, resource_pk, run_pk
-from intentbus.ports import Claim, ClaimStatus
+from intentbus.ports import Claim, ClaimRequest, ClaimStatus
 from intentbus.state import LEGACY_CHECKS, TERMINAL, WorkflowState
 
 if TYPE_CHECKING:
@@ -67,14 +67,16 @@ class DynamoExecutionGuard:
         definition: tuple[str, str] | None = None,
     ) -> Claim:
         prepared = self.actions(
-            tenant_id=tenant_id,
-            run_id=run_id,
-            command_id=command_id,
-            resource=resource,
-            seen_version=seen_version,
-            authorization=authorization,
-            now=now,
-            definition=definition,
+            ClaimRequest(
+                tenant_id=tenant_id,
+                run_id=run_id,
+                command_id=command_id,
+                resource=resource,
+                seen_version=seen_version,
+                authorization=authorization,
+                now=now,
+                definition=definition,
+            )
         )
         try:
             self._client.transact_write_items(TransactItems=prepared.actions)  # type: ignore[arg-type]
@@ -85,19 +87,10 @@ class DynamoExecutionGuard:
             return refused
         return Claim(ClaimStatus.CLAIMED)
 
-    def actions(
-        self,
-        *,
-        tenant_id: str,
-        run_id: str,
-        command_id: str,
-        resource: str | None,
-        seen_version: int | None,
-        authorization: str | None,
-        now: datetime,
-        definition: tuple[str, str] | None = None,
-    ) -> ClaimActions:
+    def actions(self, request: ClaimRequest) -> ClaimActions:
         """The claim's actions, for ``claim`` or for a caller that folds them into its own transaction."""
+        tenant_id, run_id, command_id = request.tenant_id, request.run_id, request.command_id
+        resource, authorization, definition = request.resource, request.authorization, request.definition
         ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
         pk = {"S": run_pk(tenant_id, run_id)}
         run_check: dict[str, Any] = {
@@ -132,7 +125,7 @@ class DynamoExecutionGuard:
             )
         checked = len(actions)
         if resource is not None:
-            seen = seen_version or 0
+            seen = request.seen_version or 0
             actions.append(
                 {
                     "Update": {
@@ -149,7 +142,7 @@ class DynamoExecutionGuard:
                             ":seen": {"N": str(seen)},
                             ":zero": {"N": "0"},
                             ":command": {"S": command_id},
-                            ":now": {"S": now.isoformat()},
+                            ":now": {"S": request.now.isoformat()},
                         },
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     }

@@ -106,7 +106,7 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         request, self.claim = self.claim, None
         if request is None or data_record.status != IN_PROGRESS:
             return super()._put_record(data_record)
-        prepared = self._guard.actions(**request.arguments())
+        prepared = self._guard.actions(request)
         now = time.time() + _clock_offset()
         actions = [{"Put": self._in_progress_put(data_record, now)}, *prepared.actions]
         try:
