@@ -1,4 +1,4 @@
-"""A Lambda entry's imports without the cyclic garbage collector.
+"""A Lambda entry's imports, and what its first invocation builds once, without the cyclic garbage collector.
 
 Building the layer's pydantic models allocates enough container objects to set off the collector's
 full passes over everything imported so far, repeatedly, though almost none of it is garbage: a few
@@ -6,6 +6,11 @@ tens of milliseconds of a cold start. With the collector paused for the imports,
 then frozen (``gc.freeze``: kept out of every later pass), neither the imports nor the records after
 them walk it again. The price: what little garbage the imports left is never collected. Frozen once per
 process (the local cloud imports many entries into one).
+
+The first invocation builds more that lives as long as the sandbox: the stage's core (the workflows it
+imports, its idempotency layer) and each AWS client (botocore's models and endpoint data, some tens of
+thousands of objects). ``building()`` pauses the collector for those too, without freezing them: the
+local cloud and tests build cores and clients over and over in one process.
 """
 
 from __future__ import annotations
@@ -28,5 +33,18 @@ def importing() -> Iterator[None]:
         if not _frozen:
             gc.freeze()
             _frozen = True
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """The collector paused while the block builds what the sandbox keeps (nested blocks: the outermost
+    gives it back)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
         if enabled:
             gc.enable()

@@ -46,7 +46,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from intentbus import span_notes, spans, telemetry
+from intentbus import coldstart, span_notes, spans, telemetry
 from intentbus.errors import IntentbusError, MalformedInput, PublishError
 from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.registry import WITHHELD, TypeRegistry
@@ -111,8 +111,9 @@ class SqsStageHandler:
     @property
     def core(self) -> StageCore:
         if self._core is None:
-            runtime = self._runtime()
-            self._core = self._build(runtime)
+            with coldstart.building():
+                runtime = self._runtime()
+                self._core = self._build(runtime)
             if isinstance(runtime, Runtime):
                 self._built_on = runtime
                 if self._types is None:

@@ -15,6 +15,8 @@ from typing import Any
 
 from botocore.config import Config
 
+from intentbus import coldstart
+
 # Standard retry mode backs off with jitter on throttling and 5xx (rule 7, for short waits).
 DEFAULT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=3, read_timeout=10)
 
@@ -34,7 +36,8 @@ class AwsClients:
 
     def client(self, service_name: str) -> Any:
         if service_name not in self._clients:
-            self._clients[service_name] = self._create(service_name)
+            with coldstart.building():
+                self._clients[service_name] = self._create(service_name)
         return self._clients[service_name]
 
     def lazy(self, service_name: str) -> Any:
