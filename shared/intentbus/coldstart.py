@@ -8,16 +8,22 @@ them walk it again. The price: what little garbage the imports left is never col
 process (the local cloud imports many entries into one).
 
 The first invocation builds more that lives as long as the sandbox: the stage's core (the workflows it
-imports, its idempotency layer) and each AWS client (botocore's models and endpoint data, some tens of
-thousands of objects). ``building()`` pauses the collector for those too, without freezing them: the
-local cloud and tests build cores and clients over and over in one process.
+imports, its idempotency layer), each AWS client (botocore's models and endpoint data, some tens of
+thousands of objects), the payload models its first records validate. ``building()`` pauses the
+collector for those too (``first_call_building``: a handler's whole first invocation), without freezing
+them: the local cloud and tests build cores and clients over and over in one process.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
 
 _frozen = False
 
@@ -48,3 +54,19 @@ def building() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def first_call_building(entry: Callable[Params, Result]) -> Callable[Params, Result]:
+    """``entry``, its first call under ``building()``; every later call as it is."""
+    first = True
+
+    @functools.wraps(entry)
+    def call(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+        nonlocal first
+        if not first:
+            return entry(*args, **kwargs)
+        first = False
+        with building():
+            return entry(*args, **kwargs)
+
+    return call

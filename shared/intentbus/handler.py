@@ -111,9 +111,8 @@ class SqsStageHandler:
     @property
     def core(self) -> StageCore:
         if self._core is None:
-            with coldstart.building():
-                runtime = self._runtime()
-                self._core = self._build(runtime)
+            runtime = self._runtime()
+            self._core = self._build(runtime)
             if isinstance(runtime, Runtime):
                 self._built_on = runtime
                 if self._types is None:
@@ -325,4 +324,4 @@ def stage_entry(
     entry = traced(metrics.log_metrics(lambda_handler), tracer)
     decorated: Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
     decorated = logger.inject_lambda_context(clear_state=True)(entry)
-    return decorated
+    return coldstart.first_call_building(decorated)

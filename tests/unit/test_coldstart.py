@@ -57,3 +57,33 @@ def test_a_build_leaves_a_paused_collector_paused() -> None:
         pass
 
     assert not gc.isenabled()
+
+
+def test_a_handlers_first_call_runs_without_the_collector_and_later_ones_with_it() -> None:
+    gc.enable()
+    seen: list[bool] = []
+
+    def handler(event: str) -> str:
+        seen.append(gc.isenabled())
+        return event
+
+    entry = coldstart.first_call_building(handler)
+
+    assert entry("first") == "first"
+    assert entry("second") == "second"
+
+    assert seen == [False, True]
+    assert gc.isenabled()
+
+
+def test_a_first_call_that_fails_gives_the_collector_back() -> None:
+    gc.enable()
+
+    def failing(event: str) -> str:
+        raise ValueError(event)
+
+    entry = coldstart.first_call_building(failing)
+
+    with pytest.raises(ValueError, match="first"):
+        entry("first")
+    assert gc.isenabled()
