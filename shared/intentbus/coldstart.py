@@ -10,8 +10,10 @@ process (the local cloud imports many entries into one).
 The first invocation builds more that lives as long as the sandbox: the stage's core (the workflows it
 imports, its idempotency layer), each AWS client (botocore's models and endpoint data, some tens of
 thousands of objects), the payload models its first records validate. ``building()`` pauses the
-collector for those too (``first_call_building``: a handler's whole first invocation), without freezing
-them: the local cloud and tests build cores and clients over and over in one process.
+collector for those too, without freezing them: the local cloud and tests build cores and clients over
+and over in one process. ``first_call_building`` pauses it for a handler's whole first invocation and
+then freezes what is there, once per process as the imports: else the collector's first pass after the
+pause walks all of it, still inside the cold start.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 _frozen = False
+_first_call_frozen = False
 
 
 @contextmanager
@@ -57,7 +60,8 @@ def building() -> Iterator[None]:
 
 
 def first_call_building(entry: Callable[Params, Result]) -> Callable[Params, Result]:
-    """``entry``, its first call under ``building()``; every later call as it is."""
+    """``entry``, its first call under ``building()`` and what it built then frozen (once per process);
+    every later call as it is."""
     first = True
 
     @functools.wraps(entry)
@@ -67,6 +71,16 @@ def first_call_building(entry: Callable[Params, Result]) -> Callable[Params, Res
             return entry(*args, **kwargs)
         first = False
         with building():
-            return entry(*args, **kwargs)
+            try:
+                return entry(*args, **kwargs)
+            finally:
+                _freeze_once()
 
     return call
+
+
+def _freeze_once() -> None:
+    global _first_call_frozen  # noqa: PLW0603 - once per process
+    if not _first_call_frozen:
+        gc.freeze()
+        _first_call_frozen = True

@@ -87,3 +87,22 @@ def test_a_first_call_that_fails_gives_the_collector_back() -> None:
     with pytest.raises(ValueError, match="first"):
         entry("first")
     assert gc.isenabled()
+
+
+def test_what_a_first_call_built_is_frozen_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(coldstart, "_first_call_frozen", False)
+    kept: list[list[int]] = []
+    gc.enable()
+    frozen = gc.get_freeze_count()
+
+    def handler(event: int) -> int:
+        kept.extend([index] for index in range(event))
+        return event
+
+    coldstart.first_call_building(handler)(1000)
+    after_first = gc.get_freeze_count()
+    coldstart.first_call_building(handler)(1000)
+
+    assert after_first >= frozen + 1000
+    assert gc.get_freeze_count() == after_first, "a second handler's first call freezes nothing more"
+    gc.unfreeze()
