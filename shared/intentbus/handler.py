@@ -48,7 +48,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import coldstart, span_notes, spans, telemetry
 from intentbus.errors import IntentbusError, MalformedInput, PublishError
-from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
@@ -261,6 +260,8 @@ class SqsStageHandler:
         runtime, body = self._built_on, raw.get("body")
         if self.stage == "validate" or runtime is None or not isinstance(body, str):
             return None
+        from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input  # cold start
+
         incoming = pipeline_input(body)
         if incoming is None:
             return None
