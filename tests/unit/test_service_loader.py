@@ -1,4 +1,4 @@
-"""The clients a stage makes: botocore's own models, found without listing every service botocore knows."""
+"""A stage's clients: botocore's own models, found without listing every service botocore knows."""
 
 from __future__ import annotations
 
