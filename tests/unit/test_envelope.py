@@ -91,3 +91,16 @@ def test_json_schema_exported_for_every_type() -> None:
     assert schemas["scale_service"]["properties"]["payload"]["properties"]["desired_count"]["minimum"] == 1
     assert schemas["EventAccepted"]["properties"]["kind"] == {"const": "event", "title": "Kind"}
     assert len(schemas) == len(list(catalog().types))
+
+
+def test_an_envelopes_json_is_what_it_holds_serialized_once_and_a_changed_copy_has_its_own() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, _ = normalize(parse_bus_event(body), catalog().types)
+    text = envelope.json_text
+    assert json.loads(text) == envelope.to_json_dict()
+    assert envelope.json_text is text, "serialized once"
+    assert envelope.model_copy().json_text == text
+    moved = envelope.model_copy(update={"version": envelope.version + 1})
+    assert json.loads(moved.json_text)["version"] == envelope.version + 1
+    assert moved == envelope.model_copy(update={"version": envelope.version + 1})
+    assert moved != envelope
