@@ -23,8 +23,8 @@ Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per
 ``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
 span ``process <stage>``) with stage, outcome, tenant, run, event type and trace id, and what the stage
 noted (intentbus.span_notes: the model's tokens and latency at decide, the tool and attempt at
-execute); one compact ``record processed`` line at INFO (intentbus.record_log), and every other log
-line written while the record is processed carries its trace, run, event, tenant and stage ids; EMF
+execute); one compact ``record processed`` line at INFO (intentbus.record_log), and every other line
+the handler writes of a record carries its trace, run, event, tenant and stage ids; EMF
 metrics with a ``stage`` dimension time it (``latency``, one value per record) and count it (processed,
 per outcome, failed: once per batch, with the batch's totals). Payloads are logged only at DEBUG,
 redacted by the type registry; a reason
@@ -162,7 +162,7 @@ class SqsStageHandler:
                 continue
             self._logger.error(
                 "record's facts not all published; SQS will retry it",
-                extra={"stage": self.stage, "message_id": raw.get("messageId"), "reason": why},
+                extra={**self._claimed(raw), "reason": why},
             )
             self._counts.add((telemetry.FAILED,))
             error = PublishError(why)
@@ -177,14 +177,9 @@ class SqsStageHandler:
             return self._handle(raw)
 
     def _handle(self, raw: dict[str, Any]) -> str:
-        keys: dict[str, Any] = {
-            "stage": self.stage,
-            "message_id": raw.get("messageId"),
-            **telemetry.claimed_ids(raw.get("body")),
-        }
+        message_id = raw.get("messageId")
         started = time.perf_counter()
         with (
-            self._logger.append_context_keys(**keys),
             spans.active().record(self.stage, raw, self._tracer) as span,
             span_notes.collecting() as notes,
         ):
@@ -192,22 +187,25 @@ class SqsStageHandler:
             if isinstance(attributes, dict):
                 span.metadata("aws_trace_header", attributes.get("AWSTraceHeader"))
             try:
-                message_id = keys["message_id"]
                 result = self._process(raw, message_id if isinstance(message_id, str) else None)
             except Exception:
+                keys = self._claimed(raw)
                 span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
-                self._logger.exception("record failed; SQS will retry it")
+                self._logger.exception("record failed; SQS will retry it", extra=keys)
                 self._counts.add((telemetry.FAILED,))
                 telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
                 raise
-            ids = keys | {"outcome": result.outcome.value}
             envelope = result.envelope
-            if envelope is not None:
+            ids: dict[str, Any]
+            if envelope is None:  # quarantined before its envelope was read: what the body claims
+                ids = self._claimed(raw) | {"outcome": result.outcome.value}
+            else:
+                ids = {"stage": self.stage, "message_id": message_id, "outcome": result.outcome.value}
                 ids |= telemetry.envelope_ids(envelope)
             if spans.recording(span):
                 step = None if envelope is None else envelope.step_index
                 span.annotate({**ids, **notes, "step_index": step})
-                span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
+                span.metadata("record", telemetry.record_metadata(result, message_id))
             milliseconds = (time.perf_counter() - started) * 1000
             self._record_log.processed(
                 {
@@ -223,6 +221,16 @@ class SqsStageHandler:
             self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
             telemetry.add_latency(self._metrics, milliseconds)
             return result.outcome.value
+
+    def _claimed(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The keys of a record's lines before (or without) its envelope: the stage, its message id and the
+        ids its body claims. Asked only when such a line is written: a handled record's come from its
+        envelope."""
+        return {
+            "stage": self.stage,
+            "message_id": raw.get("messageId"),
+            **telemetry.claimed_ids(raw.get("body")),
+        }
 
     def _process(self, raw: dict[str, Any], message_id: str | None) -> StageResult:
         runtime = self._built_on
@@ -249,11 +257,14 @@ class SqsStageHandler:
         try:
             port.delay(arn, handle, retry.delay_seconds)
         except Exception:
-            self._logger.exception("could not set the retry's visibility; the queue's timeout applies")
+            self._logger.exception(
+                "could not set the retry's visibility; the queue's timeout applies", extra=self._claimed(raw)
+            )
             return
         self._logger.warning(
             "record retried later",
             extra={
+                **self._claimed(raw),
                 "attempt": retry.attempt,
                 "max_attempts": retry.max_attempts,
                 "delay_seconds": retry.delay_seconds,
@@ -281,7 +292,9 @@ class SqsStageHandler:
         try:
             return pause_for_failure(runtime.deps, runtime.store, incoming, failure)
         except Exception:
-            self._logger.exception("could not pause the run for review; the message goes to the DLQ")
+            self._logger.exception(
+                "could not pause the run for review; the message goes to the DLQ", extra=self._claimed(raw)
+            )
             return None
 
     def _dispatch(self, raw: dict[str, Any], message_id: str | None, delivery: Delivery) -> StageResult:
