@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticSerializationError
 
 from intentbus.extensions import Extensions, check_extensions
 from intentbus.ids import derive_id
@@ -89,8 +90,12 @@ class Envelope(BaseModel):
     @cached_property
     def json_text(self) -> str:
         """The envelope as compact JSON, as it travels (a PutEvents entry's ``Detail``): serialized once,
-        however often its size is asked and it is sent (the model is immutable)."""
-        return json.dumps(self.to_json_dict(), separators=(",", ":"))
+        however often its size is asked and it is sent (the model is immutable). Text that UTF-8 cannot
+        hold (a lone surrogate) is escaped."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            return json.dumps(self.to_json_dict(), separators=(",", ":"))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)

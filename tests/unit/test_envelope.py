@@ -104,3 +104,11 @@ def test_an_envelopes_json_is_what_it_holds_serialized_once_and_a_changed_copy_h
     assert json.loads(moved.json_text)["version"] == envelope.version + 1
     assert moved == envelope.model_copy(update={"version": envelope.version + 1})
     assert moved != envelope
+
+
+def test_an_envelopes_json_escapes_what_utf8_cannot_hold() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, _ = normalize(parse_bus_event(body), catalog().types)
+    lone = envelope.model_copy(update={"subject": "a\ud800b"})
+    assert "\\ud800" in lone.json_text
+    assert json.loads(lone.json_text)["subject"] == "a\ud800b"
