@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -55,6 +56,7 @@ _MAX_KEY_VALUE = 128
 # ---------------------------------------------------------------------------------------------- tracing
 
 
+@lru_cache(maxsize=1024)  # every fact a record publishes names the same workflow
 def xray_trace_id(trace_id: str) -> str:
     """The workflow's X-Ray trace id: ``trace_id`` itself when it is one, else derived from it.
 
