@@ -112,3 +112,25 @@ def test_an_envelopes_json_escapes_what_utf8_cannot_hold() -> None:
     lone = envelope.model_copy(update={"subject": "a\ud800b"})
     assert "\\ud800" in lone.json_text
     assert json.loads(lone.json_text)["subject"] == "a\ud800b"
+
+
+def test_a_body_nested_past_the_limit_is_refused_and_brackets_in_text_do_not_refuse_it() -> None:
+    import pytest
+
+    from intentbus.errors import MalformedInput
+    from intentbus.inbound import MAX_DEPTH
+
+    seed = json.loads(SEED)
+    deep: dict[str, object] = {}
+    for _ in range(MAX_DEPTH + 1):
+        deep = {"a": deep}
+    too_deep = raw_body(
+        {**seed, "payload": deep}, detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example"
+    )
+    with pytest.raises(MalformedInput, match=f"nested deeper than {MAX_DEPTH} levels"):
+        parse_bus_event(too_deep)
+    shallow = {**seed, "payload": {**seed["payload"], "note": "{[" * MAX_DEPTH}}
+    body = raw_body(shallow, detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    detail = parse_bus_event(body).detail
+    assert isinstance(detail, dict)
+    assert detail["payload"]["note"] == "{[" * MAX_DEPTH
