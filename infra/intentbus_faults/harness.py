@@ -59,7 +59,7 @@ from intentbus_faults.redis_store import (
     tracking_redis_puts,
 )
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
-from intentbus_faults.speedups import moto_fast_paths
+from intentbus_faults.speedups import moto_fast_paths, shared_service_models
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
 from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
@@ -200,6 +200,7 @@ class FaultHarness:
         self._stack = contextlib.ExitStack()
         self._cloud: LocalCloud | None = None
         self._metrics_at = 0.0
+        self._key_names: dict[str, list[str]] = {}
         self.catalog = Catalog.from_modules(workflows)
         self.calls = CallLog()
         self.landings: dict[str, list[Landing]] = {}
@@ -218,6 +219,7 @@ class FaultHarness:
     def start(self) -> None:
         warnings.filterwarnings("ignore", module="moto")
         logging.getLogger("moto").setLevel(logging.ERROR)
+        self._stack.enter_context(shared_service_models())
         logs = self._logs_dir or Path(tempfile.mkdtemp(prefix="intentbus-faults-logs-"))
         parameters = {"Workflows": self._workflows}
         template = self._template or default_template_path()
@@ -402,8 +404,10 @@ class FaultHarness:
         ddb = self.cloud.clients.dynamodb()
         tables = self.cloud.topology.tables
         for table in (tables[name] for name in ("WorkflowTable", "IdempotencyTable", CRM) if name in tables):
-            schema = ddb.describe_table(TableName=table)["Table"]["KeySchema"]
-            names = [key["AttributeName"] for key in schema]
+            names = self._key_names.get(table)
+            if names is None:  # a table's key never changes: asked once
+                schema = ddb.describe_table(TableName=table)["Table"]["KeySchema"]
+                names = self._key_names[table] = [key["AttributeName"] for key in schema]
             kwargs: dict[str, Any] = {
                 "TableName": table,
                 "ProjectionExpression": ", ".join(f"#k{i}" for i in range(len(names))),
