@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from intentbus.adapters.compression import compressed
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS, shard_of
 from intentbus.ids import key_part
 from intentbus.journal import (
@@ -91,7 +92,7 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
         "stage": _s(entry.stage),
         "outcome": _s(entry.outcome.value),
         "at": _s(entry.at.isoformat()),
-        ENTRY_COMPRESSED: {"B": zlib.compress(entry.model_dump_json().encode(), 9)},
+        ENTRY_COMPRESSED: {"B": compressed(entry.model_dump_json().encode())},
     }
 
 
