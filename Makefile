@@ -56,10 +56,12 @@ unit: $(STAMP)
 
 # The suite on every core (TEST_WORKERS, default auto), then the packaging tests (sam build, hence the SAM
 # CLI; the wheel and the project it makes), each run's time printed; fails if either failed.
+# worksteal: each worker starts on one contiguous half (a module's fixtures built once) and an idle worker
+# takes tests from the other's end.
 TEST_WORKERS ?= auto
 test: lint typecheck $(SAM_STAMP)
 	@started=$$(date +%s); \
-	$(BIN)/pytest -m "not packaging" -n $(TEST_WORKERS); suite=$$?; \
+	$(BIN)/pytest -m "not packaging" -n $(TEST_WORKERS) --dist worksteal; suite=$$?; \
 	middle=$$(date +%s); \
 	$(BIN)/pytest -m packaging; packaging=$$?; \
 	ended=$$(date +%s); \

@@ -56,7 +56,7 @@ class OversizedFact(IntentbusError):
 
 def detail_json(envelope: Envelope) -> str:
     """The entry's ``Detail`` as ``intentbus.adapters.eventbridge_bus`` sends it."""
-    return json.dumps(envelope.to_json_dict(), separators=(",", ":"))
+    return envelope.json_text
 
 
 def published_size(envelope: Envelope) -> int:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from functools import cached_property
+from typing import Any, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticSerializationError
 
 from intentbus.extensions import Extensions, check_extensions
 from intentbus.ids import derive_id
@@ -82,6 +86,22 @@ class Envelope(BaseModel):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+    @cached_property
+    def json_text(self) -> str:
+        """The envelope as compact JSON, as it travels (a PutEvents entry's ``Detail``): serialized once,
+        however often its size is asked and it is sent (the model is immutable). Text that UTF-8 cannot
+        hold (a lone surrogate) is escaped."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            return json.dumps(self.to_json_dict(), separators=(",", ":"))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        if update:  # a copy with other fields: not the JSON this one cached
+            copied.__dict__.pop("json_text", None)
+        return copied
 
     def follow(
         self,

@@ -23,9 +23,11 @@ Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per
 ``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
 span ``process <stage>``) with stage, outcome, tenant, run, event type and trace id, and what the stage
 noted (intentbus.span_notes: the model's tokens and latency at decide, the tool and attempt at
-execute); every log line written while the record is processed carries its trace, run, event,
-tenant and stage ids; EMF metrics with a ``stage`` dimension count it (processed, per outcome,
-failed) and time it. Payloads are logged only at DEBUG, redacted by the type registry; a reason
+execute); one compact ``record processed`` line at INFO (intentbus.record_log), and every other line
+the handler writes of a record carries its trace, run, event, tenant and stage ids; EMF
+metrics with a ``stage`` dimension time it (``latency``, one value per record) and count it (processed,
+per outcome, failed: once per batch, with the batch's totals). Payloads are logged only at DEBUG,
+redacted by the type registry; a reason
 never holds a model's output (a refused answer's is kept in the quarantine record's ``raw_output``,
 see intentbus.model_output) nor the input a validation error refused (intentbus.validation_errors).
 """
@@ -48,6 +50,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus import coldstart, span_notes, spans, telemetry
 from intentbus.errors import IntentbusError, MalformedInput, PublishError
+from intentbus.record_log import RecordLog
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
@@ -106,6 +109,8 @@ class SqsStageHandler:
         self._tracer = tracer
         self._metrics = metrics
         self._processor = _SqsBatchProcessor(event_type=EventType.SQS)
+        self._record_log = RecordLog(logger)
+        self._counts = telemetry.BatchCounts()
 
     @property
     def core(self) -> StageCore:
@@ -121,10 +126,12 @@ class SqsStageHandler:
     def handle_batch(self, event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
         self.core.bind(context)
         self._metrics.add_dimension(name="stage", value=self.stage)
+        self._record_log.bind(getattr(context, "aws_request_id", None))
         records = event.get("Records") if isinstance(event, dict) else None
         if not isinstance(records, list):
             raise ValueError("the event has no SQS Records list")
         bus = self._events()
+        self._counts.clear()
         try:
             with self._processor(records, self._handle_record, context):
                 if bus is None or bus.outbox is None:
@@ -135,6 +142,7 @@ class SqsStageHandler:
                         self._fail_unpublished(records, bus.send_held())
             return self._processor.response()
         finally:
+            self._counts.add_to(self._metrics)
             try:
                 spans.active().flush()
             except Exception:  # telemetry never fails a batch
@@ -153,9 +161,9 @@ class SqsStageHandler:
                 continue
             self._logger.error(
                 "record's facts not all published; SQS will retry it",
-                extra={"stage": self.stage, "message_id": raw.get("messageId"), "reason": why},
+                extra={**self._claimed(raw), "reason": why},
             )
-            telemetry.add_counts(self._metrics, (telemetry.FAILED,))
+            self._counts.add((telemetry.FAILED,))
             error = PublishError(why)
             self._processor.failure_handler(SQSRecord(raw), (PublishError, error, None))
 
@@ -168,14 +176,9 @@ class SqsStageHandler:
             return self._handle(raw)
 
     def _handle(self, raw: dict[str, Any]) -> str:
-        keys: dict[str, Any] = {
-            "stage": self.stage,
-            "message_id": raw.get("messageId"),
-            **telemetry.claimed_ids(raw.get("body")),
-        }
+        message_id = raw.get("messageId")
         started = time.perf_counter()
         with (
-            self._logger.append_context_keys(**keys),
             spans.active().record(self.stage, raw, self._tracer) as span,
             span_notes.collecting() as notes,
         ):
@@ -183,32 +186,50 @@ class SqsStageHandler:
             if isinstance(attributes, dict):
                 span.metadata("aws_trace_header", attributes.get("AWSTraceHeader"))
             try:
-                message_id = keys["message_id"]
                 result = self._process(raw, message_id if isinstance(message_id, str) else None)
             except Exception:
+                keys = self._claimed(raw)
                 span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
-                self._logger.exception("record failed; SQS will retry it")
-                telemetry.add_counts(self._metrics, (telemetry.FAILED,))
+                self._logger.exception("record failed; SQS will retry it", extra=keys)
+                self._counts.add((telemetry.FAILED,))
                 telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
                 raise
-            ids = keys | {"outcome": result.outcome.value}
-            if result.envelope is not None:
-                ids |= telemetry.envelope_ids(result.envelope)
-            step = None if result.envelope is None else result.envelope.step_index
+            envelope = result.envelope
+            ids: dict[str, Any]
+            if envelope is None:  # quarantined before its envelope was read: what the body claims
+                ids = self._claimed(raw) | {"outcome": result.outcome.value}
+            else:
+                ids = {"stage": self.stage, "message_id": message_id, "outcome": result.outcome.value}
+                ids |= telemetry.envelope_ids(envelope)
             if spans.recording(span):
+                step = None if envelope is None else envelope.step_index
                 span.annotate({**ids, **notes, "step_index": step})
-                span.metadata("record", telemetry.record_metadata(result, keys["message_id"]))
-            self._logger.info(
-                "record processed",
-                extra={**ids, "reason": result.reason, "published": [out.type for out in result.published]},
+                span.metadata("record", telemetry.record_metadata(result, message_id))
+            milliseconds = (time.perf_counter() - started) * 1000
+            self._record_log.processed(
+                {
+                    **ids,
+                    "correlation_id": None if envelope is None else envelope.correlation_id,
+                    "reason": result.reason,
+                    "published": [out.type for out in result.published],
+                },
+                milliseconds,
             )
             if self._logger.log_level <= logging.DEBUG:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
-            telemetry.add_counts(
-                self._metrics, telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged)
-            )
-            telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
+            self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
+            telemetry.add_latency(self._metrics, milliseconds)
             return result.outcome.value
+
+    def _claimed(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The keys of a record's lines before (or without) its envelope: the stage, its message id and the
+        ids its body claims. Asked only when such a line is written: a handled record's come from its
+        envelope."""
+        return {
+            "stage": self.stage,
+            "message_id": raw.get("messageId"),
+            **telemetry.claimed_ids(raw.get("body")),
+        }
 
     def _process(self, raw: dict[str, Any], message_id: str | None) -> StageResult:
         runtime = self._built_on
@@ -235,11 +256,14 @@ class SqsStageHandler:
         try:
             port.delay(arn, handle, retry.delay_seconds)
         except Exception:
-            self._logger.exception("could not set the retry's visibility; the queue's timeout applies")
+            self._logger.exception(
+                "could not set the retry's visibility; the queue's timeout applies", extra=self._claimed(raw)
+            )
             return
         self._logger.warning(
             "record retried later",
             extra={
+                **self._claimed(raw),
                 "attempt": retry.attempt,
                 "max_attempts": retry.max_attempts,
                 "delay_seconds": retry.delay_seconds,
@@ -269,7 +293,9 @@ class SqsStageHandler:
         try:
             return pause_for_failure(runtime.deps, runtime.store, incoming, failure)
         except Exception:
-            self._logger.exception("could not pause the run for review; the message goes to the DLQ")
+            self._logger.exception(
+                "could not pause the run for review; the message goes to the DLQ", extra=self._claimed(raw)
+            )
             return None
 
     def _dispatch(self, raw: dict[str, Any], message_id: str | None, delivery: Delivery) -> StageResult:

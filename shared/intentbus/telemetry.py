@@ -21,10 +21,12 @@ import hashlib
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -54,6 +56,7 @@ _MAX_KEY_VALUE = 128
 # ---------------------------------------------------------------------------------------------- tracing
 
 
+@lru_cache(maxsize=1024)  # every fact a record publishes names the same workflow
 def xray_trace_id(trace_id: str) -> str:
     """The workflow's X-Ray trace id: ``trace_id`` itself when it is one, else derived from it.
 
@@ -281,6 +284,25 @@ def outcome_counts(stage: str, outcome: Outcome, *, forged: bool = False) -> tup
     if forged:
         names += (FORGED_FACTS,)
     return names
+
+
+class BatchCounts:
+    """The count metrics of one batch, each added once with the batch's total: per record, the EMF
+    document would carry a ``1`` for every record and metric (CPU, and log bytes)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+
+    def add(self, names: Iterable[str]) -> None:
+        self._counts.update(names)
+
+    def clear(self) -> None:
+        self._counts.clear()
+
+    def add_to(self, metrics: Metrics) -> None:
+        for name, count in self._counts.items():
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
+        self._counts.clear()
 
 
 def add_counts(metrics: Metrics, names: Iterable[str]) -> None:

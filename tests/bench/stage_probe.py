@@ -225,6 +225,7 @@ def _report(spec: dict[str, Any], result: dict[str, Any]) -> None:
 def _profile(app: Any, records: Sequence[dict[str, Any]], size: int, spec: dict[str, Any]) -> None:
     """Where a warm handler's time goes (``mode: profile``): cProfile's top functions, by own time."""
     import cProfile
+    import io
     import pstats
 
     for _ in range(spec["warmup"]):
@@ -234,9 +235,10 @@ def _profile(app: Any, records: Sequence[dict[str, Any]], size: int, spec: dict[
     for _ in range(spec["repeats"]):
         _invoke(app.lambda_handler, batch(records, size), spec)
     profiler.disable()
-    stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats(spec.get("sort", "tottime"))
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text).sort_stats(spec.get("sort", "tottime"))
     stats.print_stats(spec.get("limit", 45))
-    _report(spec, {})
+    _report(spec, {"profile": text.getvalue()})
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def _baseline_spec(like: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _run(scratch: str, spec: dict[str, Any], *, mode: str, traced: bool, **more: int) -> dict[str, float]:
+def _run(scratch: str, spec: dict[str, Any], *, mode: str, traced: bool, **more: object) -> dict[str, Any]:
     probe = {
         **spec,
         **more,
@@ -177,5 +177,36 @@ def _run(scratch: str, spec: dict[str, Any], *, mode: str, traced: bool, **more:
     )
     if ran.returncode != 0 or not result.exists():
         raise RuntimeError(f"{spec['function_name']} ({mode}) failed: {ran.stderr[-3000:]}")
-    figures: dict[str, float] = json.loads(result.read_text())
+    figures: dict[str, Any] = json.loads(result.read_text())
     return figures
+
+
+def profile_stage(
+    stage: str, *, repeats: int = 100, traced: bool = False, sort: str = "tottime", capture_path: Path
+) -> str:
+    """cProfile's top functions of one warm handler (``stage`` or ``baseline``), as text.
+
+    ``capture_path`` is reused when it exists (a capture takes an incident run), else written."""
+    captured = json.loads(capture_path.read_text()) if capture_path.exists() else capture(capture_path)
+    spec = _baseline_spec(captured["decide"]) if stage == BASELINE else _spec(stage, captured[stage])
+    with tempfile.TemporaryDirectory() as scratch:
+        ran = _run(scratch, spec, mode="profile", traced=traced, repeats=repeats, warmup=3, sort=sort)
+    return str(ran.get("profile", ""))
+
+
+def main(arguments: list[str]) -> int:
+    """``python -m tests.bench.stages [profile STAGE [SORT]]``: the figures as JSON, or a stage's profile."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    if arguments[:1] == ["profile"] and len(arguments) >= 2:
+        sort = arguments[2] if len(arguments) > 2 else "tottime"
+        capture_path = Path(tempfile.gettempdir()) / "intentbus-bench-capture.json"
+        print(profile_stage(arguments[1], sort=sort, capture_path=capture_path))
+        return 0
+    print(json.dumps(measure_stages(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -402,9 +402,12 @@ def cloudevents(draw: st.DrawFn) -> tuple[dict[str, Any], str, set[str]]:
         problems.update(key for key in event if key in CE_ONLY_KEYS)
         if extension != ABSENT:
             problems.add(extension[0])
-        # ... and null is a value there, not an unset attribute.
+        # ... and null is a value there, not an unset attribute (an envelope's depth and version are
+        # integers).
         problems.update(
-            key for key in ("id", "source", "type", "time") if key in event and event[key] is None
+            key
+            for key in ("id", "source", "type", "time", "depth", "version")
+            if key in event and event[key] is None
         )
         if "tenant_id" not in event:
             problems.add("tenant_id")

@@ -91,3 +91,46 @@ def test_json_schema_exported_for_every_type() -> None:
     assert schemas["scale_service"]["properties"]["payload"]["properties"]["desired_count"]["minimum"] == 1
     assert schemas["EventAccepted"]["properties"]["kind"] == {"const": "event", "title": "Kind"}
     assert len(schemas) == len(list(catalog().types))
+
+
+def test_an_envelopes_json_is_what_it_holds_serialized_once_and_a_changed_copy_has_its_own() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, _ = normalize(parse_bus_event(body), catalog().types)
+    text = envelope.json_text
+    assert json.loads(text) == envelope.to_json_dict()
+    assert envelope.json_text is text, "serialized once"
+    assert envelope.model_copy().json_text == text
+    moved = envelope.model_copy(update={"version": envelope.version + 1})
+    assert json.loads(moved.json_text)["version"] == envelope.version + 1
+    assert moved == envelope.model_copy(update={"version": envelope.version + 1})
+    assert moved != envelope
+
+
+def test_an_envelopes_json_escapes_what_utf8_cannot_hold() -> None:
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, _ = normalize(parse_bus_event(body), catalog().types)
+    lone = envelope.model_copy(update={"subject": "a\ud800b"})
+    assert "\\ud800" in lone.json_text
+    assert json.loads(lone.json_text)["subject"] == "a\ud800b"
+
+
+def test_a_body_nested_past_the_limit_is_refused_and_brackets_in_text_do_not_refuse_it() -> None:
+    import pytest
+
+    from intentbus.errors import MalformedInput
+    from intentbus.inbound import MAX_DEPTH
+
+    seed = json.loads(SEED)
+    deep: dict[str, object] = {}
+    for _ in range(MAX_DEPTH + 1):
+        deep = {"a": deep}
+    too_deep = raw_body(
+        {**seed, "payload": deep}, detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example"
+    )
+    with pytest.raises(MalformedInput, match=f"nested deeper than {MAX_DEPTH} levels"):
+        parse_bus_event(too_deep)
+    shallow = {**seed, "payload": {**seed["payload"], "note": "{[" * MAX_DEPTH}}
+    body = raw_body(shallow, detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    detail = parse_bus_event(body).detail
+    assert isinstance(detail, dict)
+    assert detail["payload"]["note"] == "{[" * MAX_DEPTH

@@ -297,7 +297,7 @@ def test_a_failing_record_is_annotated_failed_with_the_ids_its_body_claims(trace
         ("m-2", "evt-2", TRACE),
     ]
     emf = traced.emf()
-    assert emf["failed"] == [1.0, 1.0]
+    assert emf["failed"] == [2.0], "counted once per batch"
     assert "processed" not in emf
 
 
@@ -324,6 +324,50 @@ def test_every_log_line_carries_the_record_ids_and_info_lines_carry_no_payload(
     assert info
     assert all("ada@example.com" not in json.dumps(line) and "pro" not in line.values() for line in info)
     assert "payload" not in json.dumps(info)
+
+
+@dataclass
+class _Invocation:
+    aws_request_id: str = "req-7"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:validate"
+
+
+def test_the_record_line_is_one_compact_line_with_what_an_operator_follows(
+    traced: Traced, pipeline: InMemoryPipeline
+) -> None:
+    handler = handler_over(traced, pipeline.stages["validate"])
+    traced.logger.setLevel("INFO")
+    handler.handle_batch({"Records": [sqs_record("m-1", signup())]}, cast(LambdaContext, _Invocation()))
+
+    (line,) = traced.lines()
+    assert line["message"] == "record processed"
+    assert line["level"] == "INFO"
+    expected = {
+        "stage": "validate",
+        "outcome": "applied",
+        "message_id": "m-1",
+        "run_id": "run-signup-1",
+        "correlation_id": "run-signup-1",
+        "trace_id": TRACE,
+        "event_id": "evt-signup-1",
+        "event_type": "SignupReceived",
+        "tenant_id": TENANT,
+        "published": [facts.EVENT_ACCEPTED],
+        "function_request_id": "req-7",
+        "xray_trace_id": traced.trace.root,
+    }
+    assert {key: line[key] for key in expected} == expected
+    assert line["duration_ms"] >= 0
+    assert not {"function_arn", "function_name", "function_memory_size", "location"} & set(line)
+    assert len(traced.log.getvalue().encode()) < 600, "one line of ~500 bytes, not ~750"
+
+
+def test_above_info_no_record_line_is_written(traced: Traced, pipeline: InMemoryPipeline) -> None:
+    traced.logger.setLevel("WARNING")
+    handler_over(traced, pipeline.stages["validate"]).handle_batch(
+        {"Records": [sqs_record("m-1", signup())]}, cast(LambdaContext, _Invocation())
+    )
+    assert traced.log.getvalue() == ""
 
 
 def test_debug_payloads_are_redacted_by_the_type_registry(traced: Traced, pipeline: InMemoryPipeline) -> None:
@@ -406,7 +450,7 @@ def test_metrics_count_outcomes_and_time_records_per_stage(
         "quarantined": "Count",
         "latency": "Milliseconds",
     }
-    assert emf["processed"] == [1.0, 1.0, 1.0]
+    assert emf["processed"] == [3.0], "counted once per batch, with the batch's total"
     assert (emf["applied"], emf["duplicate"], emf["quarantined"]) == ([1.0], [1.0], [1.0])
     assert len(emf["latency"]) == 3
     assert all(value >= 0 for value in emf["latency"])

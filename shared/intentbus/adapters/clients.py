@@ -20,6 +20,13 @@ from intentbus import coldstart
 # Standard retry mode backs off with jitter on throttling and 5xx (rule 7, for short waits).
 DEFAULT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=3, read_timeout=10)
 
+BUILT_REQUESTS = frozenset({"dynamodb", "events", "sqs", "s3"})
+"""Services whose requests the runtime builds itself (store, bus, quarantine, claim checks): botocore's
+client-side parameter validation, a quarter of a DynamoDB call's CPU, is skipped for them. AWS validates
+every request anyway; a bad one is a ``ClientError`` (ValidationException) rather than a
+``ParamValidationError``."""
+_UNVALIDATED = Config(parameter_validation=False)
+
 
 class AwsClients:
     def __init__(
@@ -51,7 +58,8 @@ class AwsClients:
         session: Any = self._session
         # boto3's session (it has resources) adds its own customizations in client(); botocore's creates.
         create = session.client if hasattr(session, "resource") else session.create_client
-        return create(service_name, config=self._config, endpoint_url=self._endpoint_url)
+        config = self._config.merge(_UNVALIDATED) if service_name in BUILT_REQUESTS else self._config
+        return create(service_name, config=config, endpoint_url=self._endpoint_url)
 
 
 class LazyClient:

@@ -1,0 +1,73 @@
+"""The line a stage writes for every record it handled: one compact JSON object, at INFO.
+
+Through Powertools' Logger that line cost about a third of a stage's own CPU per record (the caller's
+frame looked up, every attribute of the log record scanned for extra keys) and ~750 bytes, half of them
+the Lambda context's keys repeated on every line. This one is written straight to the stream the Logger
+writes to (CloudWatch Logs), only when the Logger's level lets INFO through, with what an operator
+follows a record by: the Logger's ``service``, ``stage``, ``outcome``, ``duration_ms``, the
+ids (``message_id``, ``trace_id``, ``run_id``, ``correlation_id``, ``event_id``, ``event_type``,
+``tenant_id``), the reason, the published types, the invocation's ``function_request_id`` and, in a
+traced invocation, its ``xray_trace_id``. Every other line (a failure, a retry, the DEBUG payloads) is
+the Logger's own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Logger
+
+PROCESSED = "record processed"
+_TRACE_ENV = "_X_AMZN_TRACE_ID"
+
+
+class RecordLog:
+    def __init__(self, logger: Logger) -> None:
+        self._logger = logger
+        self._request_id: str | None = None
+        self._xray_trace_id: str | None = None
+
+    def bind(self, request_id: str | None) -> None:
+        """The invocation the next lines belong to (Lambda sets its trace header before calling it)."""
+        self._request_id = request_id
+        trace = os.environ.get(_TRACE_ENV)
+        self._xray_trace_id = trace.split(";", 1)[0].removeprefix("Root=") if trace else None
+
+    def processed(self, fields: Mapping[str, Any], duration_ms: float) -> None:
+        """The record's line; ``fields`` in the order written, ``None`` values left out."""
+        if self._logger.log_level > logging.INFO:
+            return
+        line: dict[str, Any] = {
+            "level": "INFO",
+            "message": PROCESSED,
+            "timestamp": _now(),
+            "service": self._logger.service,
+            "duration_ms": round(duration_ms, 3),
+        }
+        line.update((key, value) for key, value in fields.items() if value is not None)
+        if self._request_id is not None:
+            line["function_request_id"] = self._request_id
+        if self._xray_trace_id is not None:
+            line["xray_trace_id"] = self._xray_trace_id
+        text = json.dumps(line, separators=(",", ":"), default=str)  # ASCII: a lone surrogate is escaped
+        stream = self._stream()
+        if stream is None:  # a handler without a stream: the Logger's own line, all the same
+            extra = {key: value for key, value in line.items() if key not in ("level", "message")}
+            self._logger.info(PROCESSED, extra=extra)
+            return
+        stream.write(text + "\n")
+
+    def _stream(self) -> IO[str] | None:
+        stream: IO[str] | None = getattr(self._logger.registered_handler, "stream", None)
+        return stream
+
+
+def _now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
