@@ -115,7 +115,8 @@ class Settings(BaseModel):
 class BedrockSettings(BaseModel):
     """How the decide stage calls Bedrock: the model, where, and its inference settings."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use: only a deployment with BEDROCK_MODEL_ID set needs it (cold start).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model_id: str = Field(min_length=1)
     region: str | None = None

@@ -48,9 +48,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from intentbus import span_notes, spans, telemetry
+from intentbus import coldstart, span_notes, spans, telemetry
 from intentbus.errors import IntentbusError, MalformedInput, PublishError
-from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input
 from intentbus.record_log import RecordLog
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
@@ -285,6 +284,8 @@ class SqsStageHandler:
         runtime, body = self._built_on, raw.get("body")
         if self.stage == "validate" or runtime is None or not isinstance(body, str):
             return None
+        from intentbus.failure_review import Cause, Failure, pause_for_failure, pipeline_input  # cold start
+
         incoming = pipeline_input(body)
         if incoming is None:
             return None
@@ -350,4 +351,4 @@ def stage_entry(
     entry = traced(metrics.log_metrics(lambda_handler), tracer)
     decorated: Callable[[dict[str, Any], LambdaContext], PartialItemFailureResponse]
     decorated = logger.inject_lambda_context(clear_state=True)(entry)
-    return decorated
+    return coldstart.first_call_building(decorated)

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ValidationError
 
-from intentbus.cloudevent import DataForm, EventData, missing_data, payload_for, read_cloudevent
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions
@@ -24,6 +23,9 @@ from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
+
+if TYPE_CHECKING:
+    from intentbus.cloudevent import EventData
 
 MAX_BODY_BYTES = SQS_MESSAGE_LIMIT_BYTES
 """What SQS delivers at most. The event itself is held to what PutEvents accepted (``MAX_DETAIL_BYTES``),
@@ -196,6 +198,9 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     detail = bus_event.detail
     if not isinstance(detail, dict):
         raise MalformedInput("detail is not a JSON object", field="detail")
+    # Only validate reads producers' events: the other stages never import the CloudEvents reader.
+    from intentbus.cloudevent import DataForm, missing_data, payload_for, read_cloudevent
+
     data: EventData | None = None
     if "specversion" in detail:
         fields, data = read_cloudevent(detail)

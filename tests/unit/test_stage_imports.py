@@ -1,0 +1,62 @@
+"""What a stage's Lambda entry imports at its cold start leaves out what the stage never uses.
+
+The five entries are imported in one fresh interpreter, as Lambda imports each. Two regressions cost tens of
+milliseconds each and show nowhere else: boto3 (with s3transfer) where botocore serves, and Powertools'
+parser models for every other event source, which Powertools' batch utility imports whenever pydantic
+is already loaded when it is first imported (``utilities/batch/types.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STAGES = ("validate", "decide", "authorize", "execute", "record")
+NEVER_AT_IMPORT = (
+    "boto3",
+    "s3transfer",
+    "aws_lambda_powertools.utilities.parser.models.sqs",
+    "aws_lambda_powertools.utilities.parser.models.dynamodb",
+    "aws_lambda_powertools.utilities.parser.models.kinesis",
+    "aws_lambda_powertools.utilities.parser.models.kafka",
+    "intentbus.cloudevent",
+    "intentbus.workflows",
+)
+
+_PROBE = """
+import json, runpy, sys
+for path in sys.argv[1:]:
+    runpy.run_path(path)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _imported_by_the_stages() -> set[str]:
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(ROOT / "shared"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "TRACING_BACKEND": "off",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    ran = subprocess.run(
+        [sys.executable, "-c", _PROBE, *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    modules: list[str] = json.loads(ran.stdout.splitlines()[-1])
+    return set(modules)
+
+
+def test_no_stage_imports_what_it_does_not_use() -> None:
+    imported = _imported_by_the_stages()
+
+    assert sorted(name for name in imported if name.startswith(NEVER_AT_IMPORT)) == []
+    assert "intentbus.handler" in imported, "the entries were imported"
