@@ -16,6 +16,11 @@ anew at every node (``DepthFirstTraverser.nodes_to_be_processed`` and ``process`
   responses only look for placeholders in it (``find_clauses``), and ``Validator.__init__`` works on a
   deep copy. One tree is kept per text.
 - A traverser's processing map is a constant dict of its bound methods: asked once per traverser.
+- ``Table.all_items`` (every Query on an index, every Scan) sorts the whole table by its keys, each
+  comparison of two ``DynamoType`` keys converting both values again (``cast_value``), so a Query cost
+  O(n log n) conversions. Two keys of one type compare as their cast values do (``__eq__`` compares
+  type and cast value, ``__lt__`` the cast values), so when every item's keys have one type the items
+  are sorted by their keys' cast values, each converted once; otherwise moto's own sort runs.
 
 Each replacement answers exactly what moto's own code answers, and the test that pins it
 (tests/integration/test_dynamodb_hot_paths.py) fails when moto's replaced code changes.
@@ -39,6 +44,10 @@ PINS = Pins(
         "moto.dynamodb.parsing.validators.Validator.__init__": "9489b532dd0fb359",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.nodes_to_be_processed": "1c2c84c8097e3517",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.process": "58328ec7c2f9b1f9",
+        "moto.dynamodb.models.table.Table.all_items": "c80d2ee3c896acd0",
+        # why comparing cast values is comparing the keys: DynamoType's own comparisons
+        "moto.dynamodb.models.dynamo_type.DynamoType.__eq__": "48f12362c49f00c1",
+        "moto.dynamodb.models.dynamo_type.DynamoType.__lt__": "44033f9fbd16ab92",
     },
 )
 
@@ -55,11 +64,13 @@ def apply() -> None:
     ConditionExpressionParser = vars(comparisons)["ConditionExpressionParser"]
     UpdateExpressionParser = vars(expressions)["UpdateExpressionParser"]
     DepthFirstTraverser = vars(ast_nodes)["DepthFirstTraverser"]
+    from moto.dynamodb.models.table import Table
 
     PINS.replace(ConditionExpressionParser, "_lex_condition_expression", _lexed_once)
     PINS.replace(UpdateExpressionParser, "make", classmethod(_parsed_once))
     PINS.replace(DepthFirstTraverser, "nodes_to_be_processed", _node_types)
     PINS.replace(DepthFirstTraverser, "process", _process)
+    PINS.replace(Table, "all_items", _all_items_sorted_once)
 
 
 # ------------------------------------------------------------------------------ condition expressions
@@ -91,6 +102,32 @@ def _tree(parser_class: Any, expression: str) -> Any:
 
 def _parsed_once(parser_class: Any, expression: str) -> Any:
     return _tree(parser_class, expression)
+
+
+# ------------------------------------------------------------------------------ table order
+
+
+def _all_items_sorted_once(table: Any) -> list[Any]:
+    items: list[Any] = []
+    for hash_set in table.items.values():
+        if table.range_key_attr:
+            items.extend(hash_set.values())
+        else:
+            items.append(hash_set)
+    key_types = {
+        (item.hash_key.type, None if item.range_key is None else item.range_key.type) for item in items
+    }
+    if len(key_types) > 1:
+        moto_s: list[Any] = PINS.replaced["Table.all_items"](table)
+        return moto_s
+    return sorted(
+        items,
+        key=lambda item: (
+            (item.hash_key.cast_value, item.range_key.cast_value)
+            if item.range_key is not None
+            else item.hash_key.cast_value
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------ traversers

@@ -141,3 +141,41 @@ def test_a_failed_condition_and_a_bad_update_answer_as_moto_does(table: Any) -> 
                 UpdateExpression="SET version = version + :one",
                 ExpressionAttributeValues={":one": {"S": "not a number"}},
             )
+
+
+@pytest.mark.parametrize("key_type", ["S", "N"])
+def test_every_item_comes_in_moto_s_own_order(key_type: str) -> None:
+    from moto.dynamodb.models.table import Table
+
+    hot_paths.apply()
+    with mock_aws():
+        dynamodb: Any = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(
+            TableName="ordered",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": key_type},
+                {"AttributeName": "sk", "AttributeType": key_type},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        values = ["10", "9", "1.5", "100", "2", "0.25"] if key_type == "N" else ["b", "a#2", "a#10", "B", "a"]
+        for hash_value in values[:3]:
+            for range_value in values:
+                dynamodb.put_item(
+                    TableName="ordered", Item={"pk": {key_type: hash_value}, "sk": {key_type: range_value}}
+                )
+        from moto.dynamodb.models import dynamodb_backends
+
+        table = dynamodb_backends["123456789012"]["us-east-1"].get_table("ordered")
+        moto_s = dynamodb_hot_paths.PINS.moto_original("Table.all_items")(table)
+
+        assert Table.all_items(table) == moto_s
+        assert [item.to_json() for item in Table.all_items(table)] == [item.to_json() for item in moto_s]
+        scanned = dynamodb.scan(TableName="ordered")["Items"]
+        assert [(i["pk"][key_type], i["sk"][key_type]) for i in scanned] == [
+            (i.hash_key.value, i.range_key.value) for i in moto_s
+        ]
