@@ -14,7 +14,8 @@ anew at every node (``DepthFirstTraverser.nodes_to_be_processed`` and ``process`
   resolve names and values, run as before.
 - An update expression's tree depends on its text only, and none of moto's callers changes it: the
   responses only look for placeholders in it (``find_clauses``), and ``Validator.__init__`` works on a
-  deep copy. One tree is kept per text.
+  deep copy. One tree is kept per text, with its pickle: the validator's copy of a kept tree is
+  unpickled (a sixth of what ``deepcopy`` takes), any other value is deep-copied as before.
 - A traverser's processing map is a constant dict of its bound methods: asked once per traverser.
 - ``Table.all_items`` (every Query on an index, every Scan) sorts the whole table by its keys, each
   comparison of two ``DynamoType`` keys converting both values again (``cast_value``), so a Query cost
@@ -28,7 +29,9 @@ Each replacement answers exactly what moto's own code answers, and the test that
 
 from __future__ import annotations
 
+import copy
 import functools
+import pickle
 from collections import deque
 from typing import Any
 
@@ -40,7 +43,7 @@ PINS = Pins(
         "moto.dynamodb.comparisons.ConditionExpressionParser._lex_condition_expression": "a815288359216b2e",
         "moto.dynamodb.comparisons.ConditionExpressionParser._lex_one_node": "58485dd15b2f6df5",
         "moto.dynamodb.parsing.expressions.UpdateExpressionParser.make": "2c00ed96d6e191f2",
-        # why one tree may be shared: the validator copies it before changing it
+        # why one tree may be shared: the validator copies it (with the module's ``deepcopy``) first
         "moto.dynamodb.parsing.validators.Validator.__init__": "9489b532dd0fb359",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.nodes_to_be_processed": "1c2c84c8097e3517",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.process": "58328ec7c2f9b1f9",
@@ -59,7 +62,7 @@ _Token = tuple[Any, Any, Any, Any]
 def apply() -> None:
     """Idempotent."""
     from moto.dynamodb import comparisons
-    from moto.dynamodb.parsing import ast_nodes, expressions
+    from moto.dynamodb.parsing import ast_nodes, expressions, validators
 
     ConditionExpressionParser = vars(comparisons)["ConditionExpressionParser"]
     UpdateExpressionParser = vars(expressions)["UpdateExpressionParser"]
@@ -68,6 +71,8 @@ def apply() -> None:
 
     PINS.replace(ConditionExpressionParser, "_lex_condition_expression", _lexed_once)
     PINS.replace(UpdateExpressionParser, "make", classmethod(_parsed_once))
+    if vars(validators)["deepcopy"] is not _copy:
+        validators.deepcopy = _copy  # type: ignore[attr-defined,assignment]
     PINS.replace(DepthFirstTraverser, "nodes_to_be_processed", _node_types)
     PINS.replace(DepthFirstTraverser, "process", _process)
     PINS.replace(Table, "all_items", _all_items_sorted_once)
@@ -95,9 +100,29 @@ def _lexed_once(parser: Any) -> deque[Any]:
 # ------------------------------------------------------------------------------ update expressions
 
 
+_PICKLED: dict[int, tuple[Any, bytes]] = {}
+"""id of a kept tree -> (the tree, its pickle)."""
+
+
 @functools.lru_cache(maxsize=_TEXTS_KEPT)
 def _tree(parser_class: Any, expression: str) -> Any:
-    return PINS.replaced["UpdateExpressionParser.make"].__func__(parser_class, expression)
+    tree = PINS.replaced["UpdateExpressionParser.make"].__func__(parser_class, expression)
+    try:
+        pickled = pickle.dumps(tree, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a tree pickle cannot take is deep-copied, as moto does
+        return tree
+    if len(_PICKLED) >= _TEXTS_KEPT:
+        _PICKLED.clear()  # trees no longer kept are deep-copied: slower, the same copy
+    _PICKLED[id(tree)] = (tree, pickled)
+    return tree
+
+
+def _copy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """``deepcopy`` as moto's validators module sees it: a kept tree's copy comes from its pickle."""
+    kept = _PICKLED.get(id(value))
+    if kept is not None and kept[0] is value and memo is None:
+        return pickle.loads(kept[1])  # our own pickle, of a tree parsed in this process
+    return copy.deepcopy(value, memo)
 
 
 def _parsed_once(parser_class: Any, expression: str) -> Any:

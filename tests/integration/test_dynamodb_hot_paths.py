@@ -179,3 +179,49 @@ def test_every_item_comes_in_moto_s_own_order(key_type: str) -> None:
         assert [(i["pk"][key_type], i["sk"][key_type]) for i in scanned] == [
             (i.hash_key.value, i.range_key.value) for i in moto_s
         ]
+
+
+def _structure(value: Any, seen: set[int] | None = None) -> Any:
+    """Every attribute of every node, recursively; a node's ``parent`` as whether it is the node holding
+    it. Two copies with the same structure are indistinguishable to moto's validator."""
+    seen = set() if seen is None else seen
+    if isinstance(value, list | tuple):
+        return [_structure(item, seen) for item in value]
+    if isinstance(value, dict):
+        return {key: _structure(item, seen) for key, item in value.items()}
+    if not hasattr(value, "__dict__"):
+        return value
+    assert id(value) not in seen, "a node shared within one tree"
+    seen.add(id(value))
+    fields = {}
+    for name, item in sorted(vars(value).items()):
+        if name == "parent":
+            continue
+        fields[name] = _structure(item, seen)
+    for child in getattr(value, "children", None) or []:
+        if hasattr(child, "parent"):
+            assert child.parent is value
+    return (type(value).__name__, fields)
+
+
+def _node_ids(value: Any, found: set[int]) -> set[int]:
+    if hasattr(value, "__dict__"):
+        found.add(id(value))
+    for child in getattr(value, "children", None) or []:
+        _node_ids(child, found)
+    return found
+
+
+@pytest.mark.parametrize("expression", UPDATES)
+def test_the_validator_s_copy_of_a_kept_tree_is_moto_s_deep_copy(expression: str) -> None:
+    import copy
+
+    from moto.dynamodb.parsing import expressions, validators
+
+    hot_paths.apply()
+    tree = vars(expressions)["UpdateExpressionParser"].make(expression)
+    ours = vars(validators)["deepcopy"](tree)
+
+    assert _structure(ours) == _structure(copy.deepcopy(tree)) == _structure(tree)
+    assert not _node_ids(ours, set()) & _node_ids(tree, set())  # nothing shared with the kept tree
+    assert vars(validators)["deepcopy"]([{"S": "x"}]) == [{"S": "x"}]  # any other value: deepcopy
