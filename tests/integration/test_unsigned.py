@@ -56,6 +56,17 @@ def test_a_client_of_the_in_process_cloud_sends_no_signature_and_moto_answers_as
     assert url.startswith(f"https://sqs.{REGION}.amazonaws.com/123456789012/")  # region and account as signed
 
 
+def test_s3_still_signs_as_moto_s_s3_refuses_an_anonymous_request(in_process: None) -> None:
+    s3 = _session().client("s3")
+    sent = _authorization_headers(s3)
+
+    s3.create_bucket(Bucket="kept-objects")
+    s3.put_object(Bucket="kept-objects", Key="k", Body=b"kept")
+
+    assert s3.get_object(Bucket="kept-objects", Key="k")["Body"].read() == b"kept"
+    assert all(header is not None for header in sent)
+
+
 def test_a_presigned_url_is_still_signed(in_process: None) -> None:
     s3 = _session().client("s3")
 
