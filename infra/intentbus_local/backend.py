@@ -19,7 +19,8 @@ class MotoBackend(Protocol):
 
 
 class InProcessMoto:
-    """``moto.mock_aws``: fastest; every boto3 client in this process talks to it, no endpoint needed."""
+    """``moto.mock_aws``: fastest; every boto3 client in this process talks to it, no endpoint needed,
+    and sends it unsigned requests (see unsigned.py)."""
 
     def __init__(self) -> None:
         self._mock: Any = None
@@ -31,11 +32,17 @@ class InProcessMoto:
     def start(self) -> None:
         from moto import mock_aws
 
+        from intentbus_local import unsigned
+
         self._mock = mock_aws()
         self._mock.start()
+        unsigned.started()
 
     def stop(self) -> None:
         if self._mock is not None:
+            from intentbus_local import unsigned
+
+            unsigned.stopped()
             self._mock.stop()
             self._mock = None
 

@@ -5,8 +5,9 @@ answers: ``jsonpath_ng.ext.parse`` (moto's EventBridge builds a fresh yacc parse
 JSONPath expressions on every event it delivers to SQS), ``camelcase_to_underscores`` (every request's
 action and parameter names), ``method_names_from_class`` (every response dispatch) and, inside
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
-installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth) and
-response_keys (the response serializer's key lookups).
+installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
+response_keys (the response serializer's key lookups) and dynamodb_hot_paths (each expression text
+parsed once).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from intentbus_local import response_keys, sqs_hot_paths
+from intentbus_local import dynamodb_hot_paths, response_keys, sqs_hot_paths
 
 
 def apply() -> None:
@@ -36,6 +37,7 @@ def apply() -> None:
     _memoize(moto.core.utils, "utcfromtimestamp", 256, (moto.core.utils,))
     sqs_hot_paths.apply()
     response_keys.apply()
+    dynamodb_hot_paths.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

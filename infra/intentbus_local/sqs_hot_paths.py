@@ -6,7 +6,9 @@ the visible, delayed and in-flight messages) to learn whether the queue deduplic
 message ``receive_message`` hands out is checked against the retention period through
 ``get_queue_attributes``, which builds ``queue.attributes`` several times; and ``Queue.messages`` and
 the three counts read the clock once per message (``Message.visible``/``delayed`` ->
-``unix_time_millis`` -> ``utcnow`` and ``utcfromtimestamp(0)``). A local run spent over a third of its
+``unix_time_millis`` -> ``utcnow`` and ``utcfromtimestamp(0)``). ``Queue.delete_message`` walks the
+queue twice, building a new list of every message's receipt handles at each step
+(``Message.had_receipt_handle``): a fifth of a 10,000-input run. A local run spent over a third of its
 time there, and the more inputs were queued the slower each message went.
 
 Each replacement answers exactly what moto's own code answers, and the test that pins it
@@ -29,6 +31,9 @@ PINS = Pins(
         "moto.sqs.models.Queue.approximate_number_of_messages_not_visible": "5dbecc4dda174358",
         "moto.sqs.models.Queue.attributes": "40cb990b121628d5",
         "moto.sqs.models.SQSBackend.is_message_valid_based_on_retention_period": "cca23b94a5f3af9d",
+        "moto.sqs.models.Queue.delete_message": "fa6fd5b9bd2cafb4",
+        "moto.sqs.models.Message.had_receipt_handle": "31a347382a7315b7",
+        "moto.sqs.models.Message.all_receipt_handles": "ed3dd73cb69b4911",
     },
 )
 
@@ -42,6 +47,7 @@ def apply() -> None:
     PINS.replace(Queue, "approximate_number_of_messages_not_visible", property(_in_flight_count))
     PINS.replace(Queue, "attributes", property(_attributes))
     PINS.replace(SQSBackend, "is_message_valid_based_on_retention_period", _within_retention)
+    PINS.replace(Queue, "delete_message", _delete_message)
 
 
 def _now_millis() -> float:
@@ -110,3 +116,23 @@ def _within_retention(backend: Any, queue_name: str, message: Any) -> bool:
 
     retention_period = backend.get_queue(queue_name).message_retention_period
     return bool(retention_period + message.sent_timestamp / 1000 > unix_time())
+
+
+def _delete_message(queue: Any, receipt_handle: str) -> None:
+    """moto's ``Queue.delete_message`` in one pass, reading each message's handles where they are."""
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+
+    if receipt_handle in queue.deleted_messages:
+        return  # already deleted: moto lets it be deleted again
+    kept: list[Any] = []
+    found = False
+    for message in queue._messages:
+        if message.receipt_handle == receipt_handle or receipt_handle in message._old_receipt_handles:
+            found = True
+            queue.pending_messages.discard(message)
+            queue.deleted_messages.update(message.all_receipt_handles)
+        else:
+            kept.append(message)
+    if not found:
+        raise ReceiptHandleIsInvalid()
+    queue._messages = kept

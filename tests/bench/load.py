@@ -3,8 +3,10 @@
 A producer sends LOAD direct tool calls in waves (``WAVE`` inputs, then ``INVOCATIONS_PER_WAVE``
 invocations of the stages) until all are sent, then the local cloud runs until idle. Every stage
 queue's depth (visible, in flight and delayed messages) is sampled on the local cloud's clock as it
-runs; each stage's latency comes from the run's own log afterwards: for validate, from the input's send
-to validate's entry, for every later stage from the previous stage's entry to its own.
+runs. Each stage's latency is when the invocation that handled a run's message ended, less when the
+run's previous step ended (for validate: the input's send), on the local cloud's clock, taken from the
+invocations themselves: execute writes no entry in the workflow's log (its durable record is the
+idempotency record), so a latency read from the log had no execute step and reported 0 s for it.
 
 ``run_load(count)`` returns ``inputs``, ``idle``, ``seconds``, ``inputs_per_second``, ``max_depth``
 (stage -> most messages seen in its queue), ``latency_seconds`` (stage -> ``p50``/``p95``/``max``) and
@@ -22,9 +24,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.bench.local_speed import ROOT, quiet, tool_calls
+
+if TYPE_CHECKING:
+    from intentbus_local.lambda_runtime import Invocation
 
 WAVE = 100
 INVOCATIONS_PER_WAVE = 10
@@ -39,8 +44,10 @@ class LoadRun:
     """Run id -> when its input was sent (the local cloud's clock)."""
     depths: list[tuple[float, dict[str, int]]] = field(default_factory=list)
     """(seconds since the start, messages per stage queue)."""
+    steps: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
+    """Run id -> (when an invocation that handled its message ended, the stage), as they came."""
     latencies: dict[str, list[tuple[float, float]]] = field(default_factory=lambda: defaultdict(list))
-    """Stage -> (seconds since the start when its entry was written, latency in seconds)."""
+    """Stage -> (seconds since the start when its invocation ended, latency in seconds)."""
 
 
 def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
@@ -59,7 +66,11 @@ def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
                 last_sample[0] = now
                 run.depths.append((now - run.started, cloud.stage_depths()))
 
-        cloud.add_observer(sample)
+        def observe(invocation: Invocation) -> None:
+            _note_steps(run, invocation)
+            sample()
+
+        cloud.add_observer(observe)
         wall = time.perf_counter()
         with Progress("load run", total=count, unit="inputs done") as progress:
             watch_pipeline(cloud, progress, inputs=count, sent=lambda: len(run.sent_at))
@@ -78,7 +89,7 @@ def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - wall
         last_sample[0] = float("-inf")
         sample()
-        _read_latencies(cloud, run)
+        _latencies(run)
     figures: dict[str, Any] = {
         "inputs": count,
         "idle": summary.idle,
@@ -99,17 +110,29 @@ def _entry(envelope: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read_latencies(cloud: Any, run: LoadRun) -> None:
-    from intentbus_local.report import TableSnapshot
+def _note_steps(run: LoadRun, invocation: Invocation) -> None:
+    """Each message of a stage's batch that it handled (not failed: a failure is delivered again)."""
+    records = invocation.event.get("Records")
+    if invocation.error is not None or not isinstance(records, list):
+        return  # failed, or not a queue's batch (a scheduled rule's)
+    response = invocation.response if isinstance(invocation.response, Mapping) else {}
+    failed = {failure.get("itemIdentifier") for failure in response.get("batchItemFailures") or ()}
+    ended = invocation.started_at + invocation.duration_seconds
+    stage = invocation.function_logical_id.removesuffix("Function").lower()
+    for record in records:
+        if record.get("messageId") in failed:
+            continue
+        run_id = json.loads(record["body"]).get("detail", {}).get("run_id")
+        if isinstance(run_id, str):
+            run.steps[run_id].append((ended, stage))
 
-    snapshot = TableSnapshot(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
-    tenant = tool_calls(1)[0][1]["tenant_id"]
+
+def _latencies(run: LoadRun) -> None:
     for run_id, sent in run.sent_at.items():
         previous = sent
-        for entry in snapshot.entries(tenant, run_id):
-            at = entry.at.timestamp()
-            run.latencies[entry.stage].append((at - run.started, max(0.0, at - previous)))
-            previous = at
+        for ended, stage in sorted(run.steps.get(run_id, ())):
+            run.latencies[stage].append((ended - run.started, max(0.0, ended - previous)))
+            previous = ended
 
 
 def _stages(run: LoadRun) -> list[str]:

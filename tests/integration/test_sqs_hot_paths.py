@@ -79,6 +79,54 @@ def test_the_retention_check_is_moto_s_own(queue: tuple[Any, str, Any]) -> None:
     assert original(backend, "deep", message) is False
 
 
+def test_a_delete_is_moto_s_own_with_the_current_an_old_a_deleted_and_an_unknown_handle(
+    queue: tuple[Any, str, Any],
+) -> None:
+    sqs, url, moto_queue = queue
+    moto_delete = sqs_hot_paths.PINS.moto_original("Queue.delete_message")
+    for number in range(4):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{number}")
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=4, VisibilityTimeout=0)["Messages"]
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=4)["Messages"]
+    old_handle = next(
+        m["ReceiptHandle"] for m in first if m["Body"] == "m1"
+    )  # its message was received again
+    current = next(m["ReceiptHandle"] for m in again if m["Body"] == "m2")
+
+    def state() -> tuple[list[str], set[str], set[Any]]:
+        return (
+            [m.body for m in moto_queue._messages],
+            set(moto_queue.deleted_messages),
+            set(moto_queue.pending_messages),
+        )
+
+    outcomes: list[Any] = []
+    for delete in (moto_queue.delete_message, lambda handle: moto_delete(moto_queue, handle)):
+        saved = (
+            list(moto_queue._messages),
+            set(moto_queue.deleted_messages),
+            set(moto_queue.pending_messages),
+        )
+        answered = []
+        for handle in (old_handle, current, current, "not-a-handle"):
+            try:
+                delete(handle)
+                answered.append(("deleted", state()))
+            except Exception as error:
+                answered.append((type(error).__name__, state()))
+        outcomes.append(answered)
+        moto_queue._messages, moto_queue.deleted_messages, moto_queue._pending_messages = saved
+
+    assert outcomes[0] == outcomes[1]
+    assert [outcome for outcome, _ in outcomes[0]] == [
+        "deleted",
+        "deleted",
+        "deleted",
+        "ReceiptHandleIsInvalid",
+    ]
+    assert outcomes[0][-1][1][0] == ["m0", "m3"]
+
+
 def test_a_deep_queue_hands_out_its_messages_in_order_without_counting_them_per_message(
     queue: tuple[Any, str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
