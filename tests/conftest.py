@@ -2,7 +2,7 @@
 
 Each local cloud a test starts, and each function's cold start in it, makes botocore sessions that
 would read the same JSON models again (about 0.7 s of CPU per local cloud here); see
-``intentbus_faults.speedups.shared_service_models``. Module state and clients stay per sandbox.
+``intentbus_local.service_models.shared_service_models``. Module state and clients stay per sandbox.
 
 ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) runs every property test from a fixed seed, so a CI run
 is reproducible; a developer's run keeps exploring new examples and saves what fails to
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from intentbus_faults.speedups import shared_service_models
+from intentbus_local.service_models import shared_service_models
 
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -59,10 +59,11 @@ from intentbus_faults.redis_store import (
     tracking_redis_puts,
 )
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
-from intentbus_faults.speedups import moto_fast_paths, shared_service_models
+from intentbus_faults.speedups import moto_fast_paths
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
 from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
+from intentbus_local.service_models import shared_service_models
 from intentbus_local.template import default_template_path, read_sam
 from intentbus_local.topology import FunctionInfo
 

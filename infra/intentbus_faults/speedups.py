@@ -4,8 +4,9 @@ Each patch memoizes a function whose answer depends only on its arguments, skips
 moto never checks) or draws moto's random identifiers in one call; none changes what moto answers.
 Measured on 10 schedules: the per-call cost inside moto drops by about a quarter.
 
-``shared_service_models`` lets every botocore loader of the process share what it read from botocore's
-data files: each simulated Lambda sandbox still builds its own session and clients at its cold start.
+``intentbus_local.service_models.shared_service_models`` (which the in-process local cloud enters) lets
+every botocore loader of the process share what it read from botocore's data files: each simulated
+Lambda sandbox still builds its own session and clients at its cold start.
 """
 
 from __future__ import annotations
@@ -66,33 +67,3 @@ def _receipt_handle() -> str:
 
 def _unsigned(self: object, operation_name: str, request: object, *args: Any, **kwargs: Any) -> None:
     """In-process moto ignores SigV4: signing each request only costs time."""
-
-
-_loaded: dict[tuple[object, ...], dict[Any, Any]] = {}
-"""botocore's loaded JSON data by (loader class, search paths, extras types): the files never change."""
-
-
-@contextlib.contextmanager
-def shared_service_models() -> Iterator[None]:
-    """Every ``botocore.loaders.Loader`` made inside shares one cache per kind of loader.
-
-    A botocore session reads its service models, endpoints and retry rules from JSON files once, into
-    its loader's cache; a new session (each function's cold start in the local cloud, each of moto's
-    own clients) reads them all again, about a sixth of a second per service here. The data is
-    botocore's packaged files, the same in every process, and botocore already hands one loaded dict
-    to every client of a session; sharing it across sessions changes no client's behaviour.
-    """
-    import botocore.loaders
-
-    original = vars(botocore.loaders.Loader)["__init__"]
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        kind = (type(self), tuple(self._search_paths), tuple(self._extras_types), type(self.file_loader))
-        self._cache = _loaded.setdefault(kind, {})
-
-    setattr(botocore.loaders.Loader, "__init__", init)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(botocore.loaders.Loader, "__init__", original)  # noqa: B010

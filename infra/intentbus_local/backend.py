@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import urllib.request
 from typing import Any, Literal, Protocol
@@ -20,10 +21,12 @@ class MotoBackend(Protocol):
 
 class InProcessMoto:
     """``moto.mock_aws``: fastest; every boto3 client in this process talks to it, no endpoint needed,
-    and sends it unsigned requests (see unsigned.py)."""
+    and sends it unsigned requests (see unsigned.py); its sessions share botocore's loaded service models
+    (service_models.py)."""
 
     def __init__(self) -> None:
         self._mock: Any = None
+        self._models = contextlib.ExitStack()
 
     @property
     def endpoint_url(self) -> str | None:
@@ -33,7 +36,9 @@ class InProcessMoto:
         from moto import mock_aws
 
         from intentbus_local import unsigned
+        from intentbus_local.service_models import shared_service_models
 
+        self._models.enter_context(shared_service_models())
         self._mock = mock_aws()
         self._mock.start()
         unsigned.started()
@@ -45,6 +50,7 @@ class InProcessMoto:
             unsigned.stopped()
             self._mock.stop()
             self._mock = None
+        self._models.close()
 
 
 class ServerMoto:

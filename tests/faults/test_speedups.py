@@ -6,7 +6,8 @@ import string
 
 import botocore.session
 
-from intentbus_faults.speedups import moto_fast_paths, shared_service_models
+from intentbus_faults.speedups import moto_fast_paths
+from intentbus_local.service_models import shared_service_models
 
 
 def test_new_sessions_share_the_loaded_models_but_each_builds_its_own_client() -> None:
