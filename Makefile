@@ -57,11 +57,11 @@ unit: $(STAMP)
 # The suite on every core (TEST_WORKERS, default auto), then the packaging tests (sam build, hence the SAM
 # CLI; the wheel and the project it makes), each run's time printed; fails if either failed.
 # worksteal: each worker starts on one contiguous half (a module's fixtures built once) and an idle worker
-# takes tests from the other's end.
+# takes tests from the other's end. The 15 slowest tests are listed, so a run shows where its time goes.
 TEST_WORKERS ?= auto
 test: lint typecheck $(SAM_STAMP)
 	@started=$$(date +%s); \
-	$(BIN)/pytest -m "not packaging" -n $(TEST_WORKERS) --dist worksteal; suite=$$?; \
+	$(BIN)/pytest -m "not packaging" -n $(TEST_WORKERS) --dist worksteal --durations=15; suite=$$?; \
 	middle=$$(date +%s); \
 	$(BIN)/pytest -m packaging; packaging=$$?; \
 	ended=$$(date +%s); \
