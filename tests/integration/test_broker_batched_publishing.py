@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,19 +42,19 @@ REFUSED_ID = "evt-refused"
 
 
 @pytest.fixture
-def ingress(resources: Resources, monkeypatch: pytest.MonkeyPatch) -> BrokerIngressHandler:  # noqa: F811
+def ingress(resources: Resources, monkeypatch: pytest.MonkeyPatch) -> Iterator[BrokerIngressHandler]:  # noqa: F811
     monkeypatch.setenv(
         BINDINGS_VARIABLE,
         "kafka:incidents=acme from monitoring.example; rabbitmq:alerts=acme from monitoring.example",
     )
     runtime = Runtime(Settings.from_env(os.environ), AwsClients(shared_session()))
     monkeypatch.setattr(runtime.events, "_sleep", lambda seconds: None)  # the bus's backoff, not waited here
-    return BrokerIngressHandler(
-        logger=Logger(service="broker-outbox"),
-        tracer=None,
-        metrics=Metrics(service="broker-outbox"),
-        runtime=lambda: runtime,
+    metrics = Metrics(namespace="broker-outbox", service="broker-outbox")
+    metrics.clear_metrics()  # Powertools shares them between instances: other tests' values are not ours
+    yield BrokerIngressHandler(
+        logger=Logger(service="broker-outbox"), tracer=None, metrics=metrics, runtime=lambda: runtime
     )
+    metrics.clear_metrics()
 
 
 def refuse_one_fact(call: Call, proceed: Proceed) -> Any:
