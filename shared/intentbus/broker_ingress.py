@@ -11,6 +11,12 @@ the record as delivered; so is one whose processing raised something other than 
 conflict to read again, a misconfigured function) fails the invocation: Amazon MQ then redelivers the
 whole batch (it has no partial batch response) and Kafka retries it; the records already accepted are
 found by validate's dedup and their facts published again with the same ids, which downstream dedups.
+
+Publishing (intentbus.outbox): a batch's facts are held and sent together once every record is handled, in
+as few PutEvents requests as AWS allows. A fact the bus did not accept fails the invocation, so the batch is
+redelivered and validate's dedup publishes it again. When an infrastructure error stops the batch early,
+the facts of the records already accepted are sent before the invocation fails, as they would have been
+one by one: a redelivery that never comes (retries exhausted) must not leave an accepted input unpublished.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -49,6 +56,9 @@ INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
 )
 """What fails the invocation, to be retried whole: nothing here is the record's fault."""
 _log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from intentbus.adapters.eventbridge_bus import EventBridgeBus
 
 
 @dataclass
@@ -115,6 +125,11 @@ def _kept(message: BrokerMessage, event: Mapping[str, Any] | None) -> str:
     return json.dumps(kept, ensure_ascii=False, default=str)
 
 
+@contextmanager
+def _untagged(key: Hashable) -> Iterator[None]:
+    yield
+
+
 def broker_ingress(runtime: Runtime) -> BrokerIngress:
     from intentbus.runtime import validate_stage
 
@@ -128,19 +143,24 @@ class BrokerIngressHandler:
     """The Lambda body of a broker mapping's function: every record in order, one log line and one span
     (``## ingress record``, or ``process ingress``) each, EMF counts with ``stage`` ``ingress``. Returns
     an empty ``batchItemFailures``: a record never fails alone (an infrastructure error raises and fails
-    the invocation)."""
+    the invocation, and so does a fact the bus did not accept). ``events``: the bus whose outbox holds the
+    batch's facts until its end; by default the runtime's (without one, each record publishes at once)."""
 
     logger: Logger
     tracer: Tracer | None
     metrics: Metrics
     build: Any = broker_ingress
     runtime: Any = Runtime.from_env
+    events: EventBridgeBus | None = None
     _core: BrokerIngress | None = field(default=None, init=False)
 
     @property
     def core(self) -> BrokerIngress:
         if self._core is None:
-            self._core = self.build(self.runtime())
+            runtime = self.runtime()
+            self._core = self.build(runtime)
+            if self.events is None and isinstance(runtime, Runtime):
+                self.events = runtime.events
         return self._core
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -148,7 +168,8 @@ class BrokerIngressHandler:
         core.validate.bind(context)
         self.metrics.add_dimension(name="stage", value="ingress")
         try:
-            outcomes = self._all(core, messages(event))
+            with self._outbox() as held_for:
+                outcomes = self._all(core, messages(event), held_for)
         finally:
             try:
                 spans.active().flush()
@@ -157,12 +178,47 @@ class BrokerIngressHandler:
         self.logger.info("broker batch processed", extra={"outcomes": outcomes})
         return {"batchItemFailures": []}
 
-    def _all(self, core: BrokerIngress, batch: Iterable[BrokerMessage]) -> dict[str, int]:
+    @contextmanager
+    def _outbox(self) -> Iterator[Callable[[Hashable], AbstractContextManager[None]]]:
+        """Holds the batch's facts and sends them at its end; yields what tags a record's facts as its own.
+
+        Raises ``PublishError`` when a fact was not accepted. After an error, sends what is held and lets
+        the error through."""
+        bus = self.events
+        if bus is None or bus.outbox is None:
+            yield _untagged
+            return
+        with bus.outbox.batch() as outbox:
+            try:
+                yield outbox.record
+            except BaseException:
+                self._report(bus.send_held())
+                raise
+            not_accepted = self._report(bus.send_held())
+            if not_accepted:
+                raise PublishError(f"the facts of {not_accepted} records were not all accepted by the bus")
+
+    def _report(self, failed: dict[Hashable, str]) -> int:
+        for message_id, why in failed.items():
+            self.logger.error(
+                "record's facts not all published; the whole batch will be delivered again",
+                extra={"stage": "ingress", "message_id": message_id, "reason": why},
+            )
+        telemetry.add_counts(self.metrics, [telemetry.FAILED] * len(failed))
+        return len(failed)
+
+    def _all(
+        self,
+        core: BrokerIngress,
+        batch: Iterable[BrokerMessage],
+        held_for: Callable[[Hashable], AbstractContextManager[None]],
+    ) -> dict[str, int]:
         outcomes: dict[str, int] = {}
         for message in batch:
             started = time.perf_counter()
             keys = {"stage": "ingress", "channel": str(message.channel), "message_id": message.message_id}
             with (
+                held_for(message.message_id),
                 self.logger.append_context_keys(**keys),
                 spans.active().record("ingress", message.raw, self.tracer) as span,
             ):
