@@ -12,7 +12,10 @@ reported as timed out (the batch fails, as on AWS) once it returns. Past its Tim
 clock or on the local clock: virtual time skipped while it ran counts (see faults.overrun).
 
 A handler that raises ``InvocationCrash`` plays its sandbox dying at that point: no response, so the
-whole batch fails and SQS redelivers it. The warm container is kept (module state survives).
+whole batch fails and SQS redelivers it. As on Lambda, a sandbox that crashed or timed out is not used
+again: the next invocation of that function is a cold start (its handler module imported anew, so its
+clients, caches and the stage built at the first call are gone). A handler that only raises keeps its
+warm container, as Lambda keeps the sandbox.
 
 Tracing is off (``POWERTOOLS_TRACE_DISABLED=true``) unless a ``tracing.capture()`` is open: then each
 invocation gets Lambda's trace context from its first record's ``AWSTraceHeader`` and the X-Ray SDK
@@ -185,6 +188,8 @@ class LambdaRuntime:
             if error is None and ran_for > function.timeout:
                 error = FunctionTimeoutError(f"Task timed out after {ran_for:.2f} seconds")
                 print(f"{request_id} {error}", file=log)
+            if isinstance(error, InvocationCrash | FunctionTimeoutError):
+                self._retire(logical_id)
             finish_trace(error)
             print(f"END RequestId: {request_id}", file=log)
             report = f"REPORT RequestId: {request_id}\tDuration: {duration * 1000:.2f} ms"
@@ -210,15 +215,20 @@ class LambdaRuntime:
         modules) stay imported in this process: a changed workflow module is seen under a new name."""
         self._functions = functions
         for logical_id in self._handlers:
-            sys.modules.pop(_module_name(logical_id), None)
+            sys.modules.pop(handler_module_name(logical_id), None)
         self._handlers.clear()
+
+    def _retire(self, logical_id: str) -> None:
+        """The function's sandbox is gone: its next invocation imports the handler module again."""
+        if self._handlers.pop(logical_id, None) is not None:
+            sys.modules.pop(handler_module_name(logical_id), None)
 
     def close(self) -> None:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
         for logical_id in self._handlers:
-            sys.modules.pop(_module_name(logical_id), None)
+            sys.modules.pop(handler_module_name(logical_id), None)
         self._handlers.clear()
 
     def _handler(self, function: FunctionInfo) -> Handler:
@@ -284,12 +294,14 @@ class LambdaRuntime:
             yield log
 
 
-def _module_name(logical_id: str) -> str:
+def handler_module_name(logical_id: str) -> str:
+    """The name a function's handler module is imported under (one per function, so the ``app.py`` files
+    do not collide); present in ``sys.modules`` while the function has a warm container."""
     return f"intentbus_fn_{logical_id}"
 
 
 def _import_from(path: Path, logical_id: str) -> ModuleType:
-    name = _module_name(logical_id)
+    name = handler_module_name(logical_id)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{logical_id}: cannot load a handler module from {path}")

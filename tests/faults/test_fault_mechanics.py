@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
@@ -17,7 +19,7 @@ from intentbus_local.faults import (
     REORDER,
     VISIBILITY_LAPSE,
 )
-from intentbus_local.lambda_runtime import FunctionTimeoutError, Invocation
+from intentbus_local.lambda_runtime import FunctionTimeoutError, Invocation, handler_module_name
 
 
 @pytest.fixture
@@ -57,6 +59,40 @@ def test_a_crash_after_a_write_keeps_the_write_and_redelivers_the_whole_batch(
     assert first.crashed
     assert first.response is None
     assert [(m, n) for m, n, _ in records(second)] == [(m, 2) for m, _, _ in records(first)]
+    assert result.violations == []
+    assert set(result.statuses.values()) == {"COMPLETED"}
+
+
+def test_a_sandbox_that_crashed_or_timed_out_is_not_used_again(harness: FaultHarness) -> None:
+    """As on Lambda, the invocation after a crash or a timeout is a cold start (the handler module, the
+    stage and its clients built anew), so a fault schedule also tests what a cold start must rebuild;
+    an invocation that only failed keeps its warm container."""
+    sandboxes: dict[str, list[tuple[ModuleType | None, bool]]] = {}
+
+    def seen(invocation: Invocation) -> None:
+        module = sys.modules.get(handler_module_name(invocation.function_logical_id))
+        sandboxes.setdefault(invocation.function_logical_id, []).append((module, invocation.failed))
+
+    remove = harness.cloud.add_observer(seen)
+    schedule = schedule_of(
+        9305,
+        incident_input(9305),
+        forced={
+            ("DecideFunction:dynamodb.TransactWriteItems", 0): CRASH_AFTER,
+            ("RecordFunction:events.PutEvents", 0): HANDLER_TIMEOUT,
+        },
+    )
+    try:
+        result = harness.run(schedule)
+    finally:
+        remove()
+
+    for function in ("DecideFunction", "RecordFunction"):
+        (after_fault, failed), (next_sandbox, _), *_ = sandboxes[function]
+        assert failed, f"{function}'s fault did not fail its invocation"
+        assert after_fault is None, f"{function}'s sandbox was kept after its fault"
+        assert next_sandbox is not None, f"{function} did not start a new sandbox"
+    assert all(module is not None for module, _ in sandboxes["AuthorizeFunction"])
     assert result.violations == []
     assert set(result.statuses.values()) == {"COMPLETED"}
 
