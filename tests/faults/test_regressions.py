@@ -20,6 +20,7 @@ from intentbus_faults.schedule import (
     ApprovalPlan,
     Input,
     fanout_input,
+    generate,
     incident_input,
     schedule_of,
 )
@@ -208,3 +209,21 @@ def test_a_forged_authorization_whose_refusal_left_its_record_in_progress_is_sti
     ]
     assert [end for _, end in result.forged] == ["quarantined by execute"], result.forged
     assert result.violations == []
+
+
+def test_lapsed_leases_after_server_errors_at_execute_do_not_repeat_a_reservation(
+    harness: FaultHarness,
+) -> None:
+    """Seed 2135 of ``make faults``' generator: six injected 5xx errors, four of them on execute's calls,
+    and two lapsed leases. A guard that read the run and the authorization before its claim, instead of
+    checking them inside its transaction, let the fanout workflow's reserve_stock take effect twice here;
+    the guard's checks stay in its transaction, and this schedule keeps them honest."""
+    schedule = generate(2135)
+
+    result = harness.run(schedule)
+
+    assert {f.kind for f in result.injected} == {"server_error"}
+    assert result.violations == [], result.violations
+    assert result.observation is not None
+    for journal, applied in result.observation.journal.items():
+        assert applied <= 1, f"{journal} applied {applied} times"
