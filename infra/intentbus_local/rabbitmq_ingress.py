@@ -56,7 +56,6 @@ Sent = list[tuple[int, dict[str, Any], str, str]]
 
 
 def publish(url: str, queue: str, lines: Sequence[tuple[int, dict[str, Any]]]) -> Sent:
-    import pika
 
     sent: Sent = []
     connection = connect(url)
@@ -67,18 +66,25 @@ def publish(url: str, queue: str, lines: Sequence[tuple[int, dict[str, Any]]]) -
         for number, envelope in lines:
             body = {"source": CLI_SOURCE, **envelope}
             message_id = str(uuid.uuid4())
-            channel.basic_publish(
-                exchange="",
-                routing_key=queue,
-                body=json.dumps(body).encode(),
-                properties=pika.BasicProperties(
-                    content_type="application/json", delivery_mode=2, message_id=message_id
-                ),
-            )
+            publish_json(channel, queue, body, message_id)
             sent.append((number, body, message_id, str(body["source"])))
     finally:
         connection.close()
     return sent
+
+
+def publish_json(channel: Any, queue: str, body: dict[str, Any], message_id: str) -> None:
+    """One persistent JSON message on the default exchange, as a producer would send it."""
+    import pika
+
+    channel.basic_publish(
+        exchange="",
+        routing_key=queue,
+        body=json.dumps(body).encode(),
+        properties=pika.BasicProperties(
+            content_type="application/json", delivery_mode=2, message_id=message_id
+        ),
+    )
 
 
 def connect(url: str) -> Any:

@@ -40,14 +40,7 @@ def send(url: str, queue: str, body: dict[str, Any], message_id: str, *, declare
     try:
         channel = connection.channel()
         channel.queue_declare(queue=queue, durable=True, passive=not declare)
-        channel.basic_publish(
-            exchange="",
-            routing_key=queue,
-            body=json.dumps(body).encode(),
-            properties=pika.BasicProperties(
-                content_type="application/json", delivery_mode=2, message_id=message_id
-            ),
-        )
+        rabbitmq_ingress.publish_json(channel, queue, body, message_id)
     finally:
         connection.close()
 
