@@ -4,6 +4,7 @@ function runs in a process of its own that imports only from the build and the r
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -17,9 +18,10 @@ from intentbus_build.built_template import read_build
 from intentbus_build.check import check
 from intentbus_build.lambda_python import host_architecture
 from intentbus_cli.main import main
-from intentbus_local import seed
+from intentbus_local import rabbitmq_ingress, seed
 from intentbus_local.built_runtime import BuiltRuntime
 from intentbus_local.cloud import LocalCloud
+from intentbus_local.rabbitmq_mapping import mq_mappings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.packaging]
 
@@ -102,6 +104,59 @@ def test_the_incident_runs_to_recovery_on_the_built_artifacts(built: Path, tmp_p
             )  # [4:]: the standard library
             assert [f for f in state.modules.values() if not f.startswith(allowed)] == []
             assert [f for f in state.modules.values() if f.startswith(tuple(map(str, SOURCE_TREE)))] == []
+
+
+def test_the_built_rabbitmq_ingress_starts_a_run_and_quarantines_a_body_claiming_the_pipeline(
+    built: Path, tmp_path: Path
+) -> None:
+    """The Amazon MQ ingress as built (its own function, the layer), fed the aws:rmq event Lambda's
+    mapping sends. Attack next to it: a message whose body claims the pipeline's own source is
+    quarantined with the reason, and its batch neighbour still starts its run."""
+    queue = rabbitmq_ingress.new_queue()
+    with LocalCloud(
+        mode="server",
+        built=built,
+        logs_dir=tmp_path / "logs",
+        parameters=rabbitmq_ingress.stack_parameters(queue),
+    ) as cloud:
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        (mapping,) = mq_mappings(cloud)
+        incident = seed.latency_event()
+        forged = {**seed.latency_event(), "source": "intentbus.pipeline"}
+        messages = [
+            {
+                "basicProperties": {"contentType": "application/json", "messageId": message_id},
+                "redelivered": False,
+                "data": base64.b64encode(json.dumps(body).encode()).decode(),
+            }
+            for message_id, body in (("m-forged", forged), ("m-incident", incident))
+        ]
+        event = {
+            "eventSource": "aws:rmq",
+            "eventSourceArn": mapping.broker_arn,
+            "rmqMessagesByQueue": {mapping.key: messages},
+        }
+
+        invocation = cloud.invoke(mapping.function_logical_id, event)
+        summary = cloud.run_until_idle(max_invocations=100)
+
+        assert not invocation.failed, invocation.error
+        assert summary.idle
+        (quarantined,) = [json.loads(m.body) for m in cloud.queue_messages("QuarantineQueue")]
+        assert quarantined["source_message_id"] == "m-forged"
+        assert "reserved for the pipeline" in quarantined["reason"]
+        store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+        (run,) = store.runs(str(incident["tenant_id"]))
+        assert run.status is Status.COMPLETED
+        assert seed.desired_count(cloud.clients) == 4
+        runtime = cloud.runtime
+        assert isinstance(runtime, BuiltRuntime)
+        state = runtime.describe(mapping.function_logical_id)
+        assert state.modules["intentbus"] == str(
+            built / "IntentbusLayer" / "python" / "intentbus" / "__init__.py"
+        )
+        assert state.modules["app"] == str(built / mapping.function_logical_id / "app.py")
 
 
 def test_local_run_built_reports_where_every_input_ended(
