@@ -20,7 +20,7 @@ from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import CallLog, recording
 from tests.call_requests import decide, logical_names, requests_of
 from tests.iam_eval import Decision
-from tests.integration.test_template_iam import actions_of, allows, resources_of, statements
+from tests.integration.test_template_iam import denied_calls
 from tests.template_policies import TemplatePolicies
 
 KAFKA = {
@@ -86,23 +86,9 @@ def test_every_call_the_broker_ingress_made_is_allowed_by_its_role(
     exercised: tuple[LocalCloud, CallLog, dict[str, str]],
 ) -> None:
     cloud, log, _ = exercised
-    template = cloud.template.cloudformation
-    names = {name: logical for logical, name in cloud.topology.tables.items()}
-    names |= {queue.url: logical for logical, queue in cloud.topology.queues.items()}
-    names[cloud.topology.bus_name] = "EventBus"
+    denied = denied_calls(cloud, log)
+    assert not denied, "\n".join(denied)
     function_of = {info.name: logical for logical, info in cloud.topology.functions.items()}
-    denied: set[str] = set()
-    for call in log.calls:
-        function = function_of[call.function]
-        touched: list[str | None] = [*resources_of(call, names)] or [None]
-        for action in actions_of(call):
-            for logical in touched:
-                if not any(
-                    allows(s, action, logical, "IndexName" in call.params)
-                    for s in statements(template, function)
-                ):
-                    denied.add(f"{function}: {action} on {logical or '*'}")
-    assert not denied, "\n".join(sorted(denied))
     assert {function_of[call.function] for call in log.calls} == set(BROKERS)
     operations = {(call.service, call.operation) for call in log.calls}
     assert {("sqs", "SendMessage"), ("events", "PutEvents"), ("s3", "PutObject")} <= operations
