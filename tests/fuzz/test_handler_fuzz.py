@@ -73,6 +73,11 @@ def powertools() -> Iterator[Powertools]:
         patch.setenv("POWERTOOLS_SERVICE_NAME", "fuzz")
         log = io.StringIO()
         logger = Logger(stream=log)
+        # Powertools keeps a service's first handler for every later Logger of that service, so a
+        # second use of this fixture in one process (xdist's worksteal) would write to the old stream.
+        handler = logger.registered_handler
+        assert isinstance(handler, logging.StreamHandler)
+        handler.setStream(log)
         # Its records go to ``log`` (and are checked there), not also through pytest's log capture.
         patch.setattr(logging.getLogger(logger.service), "propagate", False)
         try:
