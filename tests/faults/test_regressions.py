@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from intentbus_faults import fanout_workflow
 from intentbus_faults.harness import FaultHarness
 from intentbus_faults.invariants import code_of
@@ -231,29 +233,36 @@ def test_lapsed_leases_after_server_errors_at_execute_do_not_repeat_a_reservatio
         assert applied <= 1, f"{journal} applied {applied} times"
 
 
-def test_a_failed_claim_after_a_lapsed_attempt_keeps_the_attempt_in_doubt(harness: FaultHarness) -> None:
+@pytest.mark.parametrize(
+    "claim_call",
+    [
+        # execute's reads: sku-a's guard read (0), sku-b's (1), sku-a's redelivery (2), after the lapse (3)
+        ("ExecuteFunction:dynamodb.BatchGetItem", 3),
+        # execute's UpdateItems: sku-a's journal write (0), the save of its result (1), sku-b's two (2, 3),
+        # and sku-a's resource move after the lapse (4)
+        ("ExecuteFunction:dynamodb.UpdateItem", 4),
+    ],
+    ids=["guard-read", "resource-move"],
+)
+def test_a_failed_claim_after_a_lapsed_attempt_keeps_the_attempt_in_doubt(
+    harness: FaultHarness, claim_call: tuple[str, int]
+) -> None:
     """The failure: sku-a's reservation took effect, then the save of its result failed (5xx), so its
     record stayed in progress and its lease lapsed. The redelivery noticed the lapse, but the guard's
-    claim on that path failed too (5xx); had the record been released with the error, the next delivery
-    would find the key free and reserve again. It stays in progress, and the reconcile check finds the
-    reservation."""
+    claim on that path failed too (5xx, on its read or on its write); had the record been released with
+    the error, the next delivery would find the key free and reserve again. It stays in progress, and
+    the reconcile check finds the reservation."""
+    save_of_sku_a = ("ExecuteFunction:dynamodb.UpdateItem", 1)
     schedule = schedule_of(
-        9210,
-        fanout_input(9210),
-        forced={
-            # execute's UpdateItems: sku-a's journal write (0), then Powertools' save of its result (1)
-            ("ExecuteFunction:dynamodb.UpdateItem", 1): SERVER_ERROR,
-            # execute's transactions: sku-a's claim (0), sku-b's (1), sku-a's redelivery finding its
-            # lapsed record (2), and the guard's own claim after the lapse (3)
-            ("ExecuteFunction:dynamodb.TransactWriteItems", 3): SERVER_ERROR,
-        },
+        9210, fanout_input(9210), forced={save_of_sku_a: SERVER_ERROR, claim_call: SERVER_ERROR}
     )
 
     result = harness.run(schedule)
 
+    site, occurrence = claim_call
     assert [str(i) for i in result.injected] == [
-        "server_error@ExecuteFunction:dynamodb.UpdateItem#1",
-        "server_error@ExecuteFunction:dynamodb.TransactWriteItems#3",
+        f"server_error@{save_of_sku_a[0]}#{save_of_sku_a[1]}",
+        f"server_error@{site}#{occurrence}",
     ]
     assert result.lapses >= 1
     assert result.observation is not None

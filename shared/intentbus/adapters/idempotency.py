@@ -35,6 +35,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.compression import compressed
 from intentbus.envelope import Envelope
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
 
@@ -324,7 +325,7 @@ whose field names and ids repeat; packed, the record stays under DynamoDB's 1 KB
 
 def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     plain = json.dumps(work(), separators=(",", ":")).encode()
-    return {PACKED: base64.b85encode(zlib.compress(plain, 9)).decode()}
+    return {PACKED: base64.b85encode(compressed(plain)).decode()}
 
 
 def _unpacked(stored: dict[str, Any]) -> dict[str, Any]:
