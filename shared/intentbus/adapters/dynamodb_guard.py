@@ -161,16 +161,6 @@ class DynamoExecutionGuard:
         return state_from_item(item).checks == LEGACY_CHECKS
 
 
-def cancelled_claim(error: ClientError, prepared: ClaimActions, *, offset: int) -> Claim | None:
-    """The guard's refusal in a cancelled transaction whose claim actions start at ``offset``; ``None``
-    if the transaction failed otherwise."""
-    if error.response["Error"]["Code"] != "TransactionCanceledException":
-        return None
-    response: dict[str, Any] = dict(error.response)
-    reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
-    return prepared.refusal(reasons[offset:])
-
-
 def _run_refused(item: dict[str, Any], definition: tuple[str, str] | None) -> Claim | None:
     """Why the run refuses the claim, from its state item as read: none, ended, or another definition."""
     status = item.get("status", {}).get("S")
