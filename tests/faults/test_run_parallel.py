@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from intentbus_faults.run import Tally, run_parallel
+from intentbus_faults import run as runner
+from intentbus_faults.run import Tally, run, run_parallel
 
 DIES_AT = 7
 
@@ -36,3 +37,16 @@ def test_seeds_of_a_worker_that_died_are_unfinished_and_every_seed_is_accounted_
     assert set(range(6)) <= set(tallied), "the generation before the death lost schedules"
     assert set(range(12, 18)) <= set(tallied), "the run stopped at the death"
     assert "UNFINISHED" in outcome.summary()
+
+
+def test_workers_forked_from_the_parent_s_cloud_run_the_schedules_as_one_process_does() -> None:
+    """Workers are forked copies of one local cloud the parent started and never ran a schedule on."""
+    forked = run_parallel(4, 2026, workers=2, chunk=1)
+    alone = run(4, 2026)
+
+    assert [t.seed for t in forked.tallies] == [2026, 2027, 2028, 2029]
+    assert forked.violations == []
+    assert forked.unfinished == []
+    assert [t.statuses for t in forked.tallies] == [t.statuses for t in alone.tallies]
+    assert [t.injected for t in forked.tallies] == [t.injected for t in alone.tallies]
+    assert runner._prepared == [], "the parent's cloud outlived the run"
