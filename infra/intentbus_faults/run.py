@@ -16,6 +16,7 @@ import contextlib
 import functools
 import multiprocessing
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -336,9 +337,12 @@ def _prepared_for_fork(target: Target) -> Iterator[None]:
 
 def _adopt_prepared_harness() -> None:
     """In a forked worker: the parent's harness is this process's own copy. Random state is drawn
-    afresh, as a spawned worker's would be, so no two workers draw the same message ids and handles."""
+    afresh and SIGTERM ends the process, as in a spawned worker (the command's SIGTERM handler would
+    turn ``terminate()`` into an exception the worker reports and survives), and no two workers draw
+    the same message ids and handles."""
     from moto.moto_api._internal import mock_random
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     random.seed()
     mock_random.seed()
     _worker_harness.append(_prepared[0])
