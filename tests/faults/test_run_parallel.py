@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+from concurrent.futures import ProcessPoolExecutor
+from typing import cast
 
 from intentbus_faults import run as runner
+from intentbus_faults.harness import FaultHarness
 from intentbus_faults.run import Tally, run, run_parallel
 
 DIES_AT = 7
@@ -50,3 +55,26 @@ def test_workers_forked_from_the_parent_s_cloud_run_the_schedules_as_one_process
     assert [t.statuses for t in forked.tallies] == [t.statuses for t in alone.tallies]
     assert [t.injected for t in forked.tallies] == [t.injected for t in alone.tallies]
     assert runner._prepared == [], "the parent's cloud outlived the run"
+
+
+def _stop_like_the_command(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _sigterm_disposition() -> object:
+    return signal.getsignal(signal.SIGTERM)
+
+
+def test_a_forked_worker_ends_on_sigterm_whatever_handler_the_command_installed() -> None:
+    """``intentbus faults`` turns SIGTERM into KeyboardInterrupt; a forked worker inheriting that would
+    report the interrupt as a chunk's error and live on after the runner's ``terminate()``."""
+    previous = signal.signal(signal.SIGTERM, _stop_like_the_command)
+    runner._prepared.append(cast(FaultHarness, object()))  # the worker only adopts it
+    try:
+        with ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("fork"), initializer=runner._adopt_prepared_harness
+        ) as pool:
+            assert pool.submit(_sigterm_disposition).result() == signal.SIG_DFL
+    finally:
+        runner._prepared.clear()
+        signal.signal(signal.SIGTERM, previous)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+from typing import Any
 
 import botocore.session
 
@@ -50,7 +51,7 @@ def test_polling_answered_in_process_gives_moto_s_answers_and_makes_no_request_f
     from intentbus_faults.speedups import sqs_answered_in_process
 
     with mock_aws():
-        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs: Any = boto3.client("sqs", region_name="us-east-1")
         url = sqs.create_queue(QueueName="stage")["QueueUrl"]
         depths = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         requests: list[str] = []
