@@ -35,7 +35,7 @@ from intentbus.stages.common import StageResult
 from intentbus.stages.decide import DecideStage
 from intentbus.state import TERMINAL
 from intentbus.workflows import incident
-from intentbus_faults import fanout_workflow
+from intentbus_faults import fanout_workflow, tables
 from intentbus_faults.approver import Approver
 from intentbus_faults.calls import Call, CallLog, Proceed, recording
 from intentbus_faults.forge import Forger
@@ -59,7 +59,7 @@ from intentbus_faults.redis_store import (
     tracking_redis_puts,
 )
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
-from intentbus_faults.speedups import moto_fast_paths
+from intentbus_faults.speedups import moto_fast_paths, sqs_answered_in_process
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
 from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
@@ -262,6 +262,13 @@ class FaultHarness:
         self._stack.enter_context(recording(self.calls, interceptors=(self._inject, self.tracker)))
         self._stack.enter_context(_jsonpath_parsed_once())
         self._stack.enter_context(moto_fast_paths())
+        self._stack.enter_context(
+            sqs_answered_in_process(
+                cloud.clients.sqs(),
+                account_id=topology.account_id,
+                region=cloud.clients.dynamodb().meta.region_name,
+            )
+        )
         self._stack.enter_context(_counting_model_calls(self.tracker))
         seed.seed_service(cloud.clients)
         self._refresh_metrics()
@@ -419,6 +426,7 @@ class FaultHarness:
         topology = cloud.topology
         ddb = cloud.clients.dynamodb()
         store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
+        workflow_items = tables.WorkflowItems(tables.scanned(ddb, topology.tables["WorkflowTable"]))
         dead = self._dead_letters({forged.bus_event_id for forged in self.forger.forged})
         in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
         runs: list[RunView] = []
@@ -426,9 +434,9 @@ class FaultHarness:
             runs.append(
                 RunView(
                     ref=ref,
-                    state=store.state(ref.tenant_id, ref.run_id),
-                    entries=store.entries(ref.tenant_id, ref.run_id),
-                    pending_approvals=self._pending_approvals(ref),
+                    state=workflow_items.state(ref.tenant_id, ref.run_id),
+                    entries=workflow_items.entries(ref.tenant_id, ref.run_id),
+                    pending_approvals=_pending_approvals(workflow_items, ref),
                     dead_letters=dead.get((ref.tenant_id, ref.run_id), []),
                     in_flight=sum(in_flight.values()),
                 )
@@ -455,14 +463,16 @@ class FaultHarness:
         for asked in self.tracker.model_calls:
             obs.model_calls.setdefault(asked.key, []).append(asked.seq)
         self._observe_calls(obs)
+        records = (
+            tables.by_id(tables.scanned(ddb, topology.tables["IdempotencyTable"]))
+            if self.redis is None and obs.taken_at
+            else {}
+        )
         for record in obs.taken_at:
             if self.redis is not None:
                 obs.idempotency[record] = self.redis.record(record)
                 continue
-            got = ddb.get_item(
-                TableName=topology.tables["IdempotencyTable"], Key={"id": {"S": record}}, ConsistentRead=True
-            )
-            item = got.get("Item", {})
+            item = records.get(record, {})
             obs.idempotency[record] = {name: next(iter(value.values())) for name, value in item.items()}
         for call in self.calls.calls:
             if (call.service, call.operation) == ("events", "PutEvents"):
@@ -470,10 +480,10 @@ class FaultHarness:
                     detail = json.loads(entry["Detail"])
                     obs.published.setdefault(str(detail.get("id")), []).append(canonical_json(detail))
         self._read_journal(obs)
-        self._observe_forged(obs, store)
+        self._observe_forged(obs, workflow_items)
         return obs
 
-    def _observe_forged(self, obs: Observation, store: DynamoWorkflowStore) -> None:
+    def _observe_forged(self, obs: Observation, store: tables.WorkflowItems) -> None:
         """What the attacker put, and where every message (forged or not) ended: its landings at the
         stages, its quarantine records, the DLQs that hold it."""
         obs.forged = list(self.forger.forged)
@@ -554,21 +564,6 @@ class FaultHarness:
                 if isinstance(key, str):
                     obs.journal_keys[idempotency_record_id(run.ref.tenant_id, key)] = journal_key
 
-    def _pending_approvals(self, ref: RunRef) -> list[str]:
-        response = self.cloud.clients.dynamodb().query(
-            TableName=self.cloud.topology.tables["WorkflowTable"],
-            IndexName="gsi1",
-            KeyConditionExpression="gsi1pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": f"T#{ref.tenant_id}#APPROVALS#PENDING"}},
-        )
-        found: list[str] = []
-        for item in response.get("Items", []):
-            with contextlib.suppress(KeyError, ValueError):
-                approval = json.loads(item["approval"]["S"])
-                if approval["run_id"] == ref.run_id:
-                    found.append(str(approval["approval_id"]))
-        return found
-
     def _dead_letters(self, forged: set[str]) -> dict[tuple[str, str], list[str]]:
         """(tenant, run) -> the DLQ messages that name it; a forged message does not excuse a stuck run."""
         found: dict[tuple[str, str], list[str]] = {}
@@ -581,6 +576,16 @@ class FaultHarness:
                     run = (str(detail["tenant_id"]), str(detail["run_id"]))
                     found.setdefault(run, []).append(f"{detail.get('type', '?')} in {dlq.logical_id}")
         return found
+
+
+def _pending_approvals(workflow_items: tables.WorkflowItems, ref: RunRef) -> list[str]:
+    found: list[str] = []
+    for item in workflow_items.by_gsi1(f"T#{ref.tenant_id}#APPROVALS#PENDING"):
+        with contextlib.suppress(KeyError, ValueError):
+            approval = json.loads(item["approval"]["S"])
+            if approval["run_id"] == ref.run_id:
+                found.append(str(approval["approval_id"]))
+    return found
 
 
 def _decisions_recorded(params: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:

@@ -2,7 +2,11 @@
 
 Schedule i runs with seed S + i, so ``--schedules 1 --seed <a schedule's seed>`` replays it alone.
 Worker processes take the seeds in chunks, each on its own local cloud, and are replaced by fresh
-ones every few hundred schedules. ``intentbus faults`` (intentbus_cli.faults) is the command line.
+ones every few hundred schedules. Where the platform forks, the parent starts one local cloud (imports,
+template, tables, queues, seed data) before any schedule ran and every worker is forked from it, so a
+worker starts with a copy of a ready cloud instead of building its own; the parent's copy never runs a
+schedule, so each generation of workers starts from the same pristine cloud.
+``intentbus faults`` (intentbus_cli.faults) is the command line.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import atexit
 import contextlib
 import functools
 import multiprocessing
+import random
+import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
@@ -49,7 +55,9 @@ class Target:
         )
 
 
-CHUNK_SCHEDULES = 20
+CHUNK_SCHEDULES = 2
+"""Small: schedules take 0.2 to 2 s each, and a worker left without work while the other finishes
+a long chunk is the run's tail."""
 SCHEDULES_PER_PROCESS = 200
 
 
@@ -244,7 +252,8 @@ def run_parallel(
     start_worker: Callable[[], None] | None = None,
     run_chunk: Callable[[list[int], list[str]], list[Tally]] | None = None,
 ) -> Outcome:
-    """The same schedules over ``workers`` processes, each with its own in-process local cloud.
+    """The same schedules over ``workers`` processes, each with its own in-process local cloud (a forked
+    copy of one the parent started, where the platform forks and execute's store is DynamoDB).
 
     Seeds go out in chunks of ``chunk``; a process is replaced by a fresh one (and a fresh local
     cloud) after about ``schedules_per_process`` schedules, because moto retains memory per
@@ -256,36 +265,40 @@ def run_parallel(
     seeds = list(range(seed, seed + schedules))
     generation = max(1, workers * schedules_per_process)
     started = time.monotonic()
-    # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
-    for first in range(0, len(seeds), generation):
-        in_generation = seeds[first : first + generation]
-        chunks = [in_generation[i : i + chunk] for i in range(0, len(in_generation), chunk)]
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(chunks)),
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=start_worker or functools.partial(_start_worker_harness, target),
-        ) as pool:
-            pending = {
-                pool.submit(run_chunk or _run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
-                for seeds_in_chunk in chunks
-            }
-            try:
-                for future in as_completed(pending):
-                    try:
-                        tallies = future.result()
-                    except BrokenProcessPool:
-                        outcome.unfinished.extend(pending[future])
-                        continue
-                    for tally in tallies:
-                        outcome.tallies.append(tally)
-                        if progress is not None:
-                            progress(tally)
-            except KeyboardInterrupt:
-                pool.shutdown(wait=False, cancel_futures=True)
-                for worker in multiprocessing.active_children():
-                    worker.terminate()  # its chunk's schedules are counted as not run
-                outcome.not_run = schedules - len(outcome.tallies) - len(outcome.unfinished)
-                break
+    forked = start_worker is None and _forks(target)
+    with _prepared_for_fork(target) if forked else contextlib.nullcontext():
+        # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
+        for first in range(0, len(seeds), generation):
+            in_generation = seeds[first : first + generation]
+            chunks = [in_generation[i : i + chunk] for i in range(0, len(in_generation), chunk)]
+            with ProcessPoolExecutor(
+                max_workers=min(workers, len(chunks)),
+                mp_context=multiprocessing.get_context("fork" if forked else "spawn"),
+                initializer=_adopt_prepared_harness
+                if forked
+                else start_worker or functools.partial(_start_worker_harness, target),
+            ) as pool:
+                pending = {
+                    pool.submit(run_chunk or _run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
+                    for seeds_in_chunk in chunks
+                }
+                try:
+                    for future in as_completed(pending):
+                        try:
+                            tallies = future.result()
+                        except BrokenProcessPool:
+                            outcome.unfinished.extend(pending[future])
+                            continue
+                        for tally in tallies:
+                            outcome.tallies.append(tally)
+                            if progress is not None:
+                                progress(tally)
+                except KeyboardInterrupt:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    for worker in multiprocessing.active_children():
+                        worker.terminate()  # its chunk's schedules are counted as not run
+                    outcome.not_run = schedules - len(outcome.tallies) - len(outcome.unfinished)
+                    break
     outcome.tallies.sort(key=lambda t: t.seed)
     outcome.unfinished.sort()
     outcome.wall_seconds = time.monotonic() - started
@@ -301,6 +314,38 @@ def _start_worker_harness(target: Target) -> None:
     harness.start()
     atexit.register(harness.close)
     _worker_harness.append(harness)
+
+
+_prepared: list[FaultHarness] = []
+"""The parent's started harness that forked workers copy (it runs no schedule itself)."""
+
+
+def _forks(target: Target) -> bool:
+    # A Redis store is a server of the harness's own, which forked copies would share.
+    return target.idempotency == "dynamodb" and "fork" in multiprocessing.get_all_start_methods()
+
+
+@contextlib.contextmanager
+def _prepared_for_fork(target: Target) -> Iterator[None]:
+    with target.harness() as harness:
+        _prepared.append(harness)
+        try:
+            yield
+        finally:
+            _prepared.remove(harness)
+
+
+def _adopt_prepared_harness() -> None:
+    """In a forked worker: the parent's harness is this process's own copy. Random state is drawn
+    afresh and SIGTERM ends the process, as in a spawned worker (the command's SIGTERM handler would
+    turn ``terminate()`` into an exception the worker reports and survives), and no two workers draw
+    the same message ids and handles."""
+    from moto.moto_api._internal import mock_random
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    random.seed()
+    mock_random.seed()
+    _worker_harness.append(_prepared[0])
 
 
 def _run_chunk(seeds: list[int], kinds: list[str]) -> list[Tally]:

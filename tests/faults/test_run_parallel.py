@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+from concurrent.futures import ProcessPoolExecutor
+from typing import cast
 
-from intentbus_faults.run import Tally, run_parallel
+from intentbus_faults import run as runner
+from intentbus_faults.harness import FaultHarness
+from intentbus_faults.run import Tally, run, run_parallel
 
 DIES_AT = 7
 
@@ -36,3 +42,39 @@ def test_seeds_of_a_worker_that_died_are_unfinished_and_every_seed_is_accounted_
     assert set(range(6)) <= set(tallied), "the generation before the death lost schedules"
     assert set(range(12, 18)) <= set(tallied), "the run stopped at the death"
     assert "UNFINISHED" in outcome.summary()
+
+
+def test_workers_forked_from_the_parent_s_cloud_run_the_schedules_as_one_process_does() -> None:
+    """Workers are forked copies of one local cloud the parent started and never ran a schedule on."""
+    forked = run_parallel(4, 2026, workers=2, chunk=1)
+    alone = run(4, 2026)
+
+    assert [t.seed for t in forked.tallies] == [2026, 2027, 2028, 2029]
+    assert forked.violations == []
+    assert forked.unfinished == []
+    assert [t.statuses for t in forked.tallies] == [t.statuses for t in alone.tallies]
+    assert [t.injected for t in forked.tallies] == [t.injected for t in alone.tallies]
+    assert runner._prepared == [], "the parent's cloud outlived the run"
+
+
+def _stop_like_the_command(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _sigterm_disposition() -> object:
+    return signal.getsignal(signal.SIGTERM)
+
+
+def test_a_forked_worker_ends_on_sigterm_whatever_handler_the_command_installed() -> None:
+    """``intentbus faults`` turns SIGTERM into KeyboardInterrupt; a forked worker inheriting that would
+    report the interrupt as a chunk's error and live on after the runner's ``terminate()``."""
+    previous = signal.signal(signal.SIGTERM, _stop_like_the_command)
+    runner._prepared.append(cast(FaultHarness, object()))  # the worker only adopts it
+    try:
+        with ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("fork"), initializer=runner._adopt_prepared_harness
+        ) as pool:
+            assert pool.submit(_sigterm_disposition).result() == signal.SIG_DFL
+    finally:
+        runner._prepared.clear()
+        signal.signal(signal.SIGTERM, previous)
