@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import botocore.session
+import jmespath  # type: ignore[import-untyped]
 import pytest
 from botocore.config import Config
 
@@ -115,3 +116,36 @@ def test_a_resolver_without_the_internals_read_is_left_alone() -> None:
     client = Bare()
     assert endpoint_params.install(client) is client
     assert "_get_provider_params" not in vars(client._ruleset_resolver.__class__)
+
+
+_SHAPES: list[Any] = [
+    None,
+    "table",
+    [],
+    {},
+    {"t": 1},
+    [{}],
+    [None],
+    ["x"],
+    [{"Put": None}],
+    [{"Put": {}}],
+    [{"Put": "x"}],
+    [{"Put": {"TableName": None}}],
+    [{"Put": {"TableName": ["a", "b"]}}],
+    [{"Put": {"TableName": 3}}],
+    [{"Put": {"TableName": ""}}],
+    [{"Put": {"TableName": "a"}, "Update": {"TableName": "b"}, "ConditionCheck": {"TableName": "c"}}],
+    [{"Delete": {"TableName": "a"}}, {"Get": {"TableName": "b"}}, {"Put": {"TableName": "a"}}],
+    [[{"Put": {"TableName": "a"}}]],
+]
+
+
+@pytest.mark.parametrize("expression", sorted(endpoint_params._READINGS))
+@pytest.mark.parametrize("member", ["RequestItems", "TransactItems", "Other"])
+def test_a_direct_reading_gives_what_jmespath_gives(expression: str, member: str) -> None:
+    read = endpoint_params._reading(expression)
+    for shape in _SHAPES:
+        args = {member: shape}
+        ours = _outcome(lambda _, given, __: read(given), None, args)
+        theirs = _outcome(lambda _, given, __: jmespath.search(expression, given), None, args)
+        assert ours == theirs, shape

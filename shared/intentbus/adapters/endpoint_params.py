@@ -37,9 +37,9 @@ class _Source(NamedTuple):
     name: str
     static: Any
     member: str | None
-    path: Any
+    path: Callable[[dict[str, Any]], Any] | None
     """The operation context parameter's JMESPath expression, compiled (``jmespath.search`` parses it on
-    every call)."""
+    every call), or a direct reading of it (``_READINGS``)."""
     client_name: str | None
     builtin: str | None
 
@@ -74,7 +74,7 @@ def _planned(original: Callable[[Any, Any, Any], dict[str, Any]]) -> Callable[..
             if value is None and source.member is not None:
                 value = call_args.get(source.member)
             if value is None and source.path is not None:
-                value = source.path.search(call_args)
+                value = source.path(call_args)
             if value is None and source.client_name is not None:
                 value = client_context.get(source.client_name)
             if value is None and source.builtin is not None:
@@ -87,6 +87,69 @@ def _planned(original: Callable[[Any, Any, Any], dict[str, Any]]) -> Callable[..
         return params
 
     return provider_params
+
+
+def _reading(expression: str) -> Callable[[dict[str, Any]], Any]:
+    """What ``jmespath.search(expression, call_args)`` gives, for any ``call_args``."""
+    compiled = jmespath.compile(expression)
+    direct = _READINGS.get(expression)
+    if direct is None:
+        return compiled.search  # type: ignore[no-any-return]
+
+    def read(call_args: dict[str, Any]) -> Any:
+        value = direct(call_args)
+        return compiled.search(call_args) if value is _UNSURE else value
+
+    return read
+
+
+_UNSURE = object()
+"""A direct reading's answer when the arguments are not of the plain shapes it reads: JMESPath decides."""
+
+
+def _request_tables(call_args: dict[str, Any]) -> Any:
+    """``keys(RequestItems)`` (BatchGetItem, BatchWriteItem) of a plain dict."""
+    items = call_args.get("RequestItems")
+    return list(items.keys()) if type(items) is dict else _UNSURE
+
+
+_WRITE_ACTIONS = ("ConditionCheck", "Put", "Delete", "Update")
+
+
+def _transaction_tables(call_args: dict[str, Any]) -> Any:
+    """``TransactItems[*].[ConditionCheck.TableName, Put.TableName, Delete.TableName, Update.TableName][]``
+    (TransactWriteItems) of a plain list of plain dicts: every table name in order, nulls dropped."""
+    items = call_args.get("TransactItems")
+    if type(items) is not list:
+        return _UNSURE
+    tables = []
+    for item in items:
+        if type(item) is not dict:
+            return _UNSURE
+        for action in _WRITE_ACTIONS:
+            request = item.get(action)
+            if request is None:
+                continue
+            if type(request) is not dict:
+                return _UNSURE
+            table = request.get("TableName")
+            if table is None:
+                continue
+            if type(table) is not str:
+                return _UNSURE
+            tables.append(table)
+    return tables
+
+
+_READINGS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "keys(RequestItems)": _request_tables,
+    "TransactItems[*].[ConditionCheck.TableName, Put.TableName, Delete.TableName, Update.TableName][]": (
+        _transaction_tables
+    ),
+}
+"""DynamoDB's operation context expressions on every batch read and transaction the runtime makes, read
+directly (JMESPath's interpreter was half of the remaining resolution); botocore names them in its model,
+so a model that changes one simply falls back to JMESPath."""
 
 
 def _plan(resolver: Any, operation_model: Any) -> tuple[_Source, ...] | None:
@@ -103,7 +166,7 @@ def _plan(resolver: Any, operation_model: Any) -> tuple[_Source, ...] | None:
     for name, definition in resolver._param_definitions.items():
         if definition.builtin is not None and definition.builtin not in known:
             return None
-        path = jmespath.compile(operation_context[name]["path"]) if name in operation_context else None
+        path = _reading(operation_context[name]["path"]) if name in operation_context else None
         sources.append(
             _Source(
                 name=name,
