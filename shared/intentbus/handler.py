@@ -111,6 +111,7 @@ class SqsStageHandler:
         self._processor = _SqsBatchProcessor(event_type=EventType.SQS)
         self._record_log = RecordLog(logger)
         self._counts = telemetry.BatchCounts()
+        self._logs_payloads = False
 
     @property
     def core(self) -> StageCore:
@@ -127,6 +128,7 @@ class SqsStageHandler:
         self.core.bind(context)
         self._metrics.add_dimension(name="stage", value=self.stage)
         self._record_log.bind(getattr(context, "aws_request_id", None))
+        self._logs_payloads = self._logger.log_level <= logging.DEBUG
         records = event.get("Records") if isinstance(event, dict) else None
         if not isinstance(records, list):
             raise ValueError("the event has no SQS Records list")
@@ -215,7 +217,7 @@ class SqsStageHandler:
                 },
                 milliseconds,
             )
-            if self._logger.log_level <= logging.DEBUG:
+            if self._logs_payloads:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
             self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
             telemetry.add_latency(self._metrics, milliseconds)

@@ -18,6 +18,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,22 +33,30 @@ class RecordLog:
         self._logger = logger
         self._request_id: str | None = None
         self._xray_trace_id: str | None = None
+        self._writes = True
+        self._service: str | None = None
+        self._bound_stream: IO[str] | None = None
 
     def bind(self, request_id: str | None) -> None:
-        """The invocation the next lines belong to (Lambda sets its trace header before calling it)."""
+        """The invocation the next lines belong to (Lambda sets its trace header before calling it).
+
+        The Logger's level, service and stream are read here, once per invocation rather than per line."""
         self._request_id = request_id
         trace = os.environ.get(_TRACE_ENV)
         self._xray_trace_id = trace.split(";", 1)[0].removeprefix("Root=") if trace else None
+        self._writes = self._logger.log_level <= logging.INFO
+        self._service = self._logger.service
+        self._bound_stream = self._stream()
 
     def processed(self, fields: Mapping[str, Any], duration_ms: float) -> None:
         """The record's line; ``fields`` in the order written, ``None`` values left out."""
-        if self._logger.log_level > logging.INFO:
+        if not self._writes:
             return
         line: dict[str, Any] = {
             "level": "INFO",
             "message": PROCESSED,
             "timestamp": _now(),
-            "service": self._logger.service,
+            "service": self._service,
             "duration_ms": round(duration_ms, 3),
         }
         line.update((key, value) for key, value in fields.items() if value is not None)
@@ -55,8 +64,8 @@ class RecordLog:
             line["function_request_id"] = self._request_id
         if self._xray_trace_id is not None:
             line["xray_trace_id"] = self._xray_trace_id
-        text = json.dumps(line, separators=(",", ":"), default=str)  # ASCII: a lone surrogate is escaped
-        stream = self._stream()
+        text = _ENCODER.encode(line)
+        stream = self._bound_stream
         if stream is None:  # a handler without a stream: the Logger's own line, all the same
             extra = {key: value for key, value in line.items() if key not in ("level", "message")}
             self._logger.info(PROCESSED, extra=extra)
@@ -68,6 +77,15 @@ class RecordLog:
         return stream
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+"""ASCII: a lone surrogate is escaped. Made once: ``json.dumps`` with options builds one per call."""
+
+
 def _now() -> str:
     now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+    return _second_text(int(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+@lru_cache(maxsize=2)  # a batch's lines fall in the same second or two
+def _second_text(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))

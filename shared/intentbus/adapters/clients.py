@@ -16,6 +16,7 @@ from typing import Any
 from botocore.config import Config
 
 from intentbus import coldstart
+from intentbus.adapters import endpoint_params
 
 # Standard retry mode backs off with jitter on throttling and 5xx (rule 7, for short waits).
 DEFAULT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=3, read_timeout=10)
@@ -59,7 +60,7 @@ class AwsClients:
         # boto3's session (it has resources) adds its own customizations in client(); botocore's creates.
         create = session.client if hasattr(session, "resource") else session.create_client
         config = self._config.merge(_UNVALIDATED) if service_name in BUILT_REQUESTS else self._config
-        return create(service_name, config=config, endpoint_url=self._endpoint_url)
+        return endpoint_params.install(create(service_name, config=config, endpoint_url=self._endpoint_url))
 
 
 class LazyClient:
