@@ -99,21 +99,24 @@ class ModelCall:
     seq: int
     key: tuple[str, str, str]
     """(tenant, run, event type) of the decision asked for."""
+    sandbox: int
+    """Which of the decide function's sandboxes asked (1 = its first cold start, 2 = the next, ...)."""
 
 
 class _CountedAgent:
     """Stands in front of a step's agent: every decide (and repair) is a model call, in call order."""
 
-    def __init__(self, agent: Agent, tracker: CallTracker) -> None:
+    def __init__(self, agent: Agent, tracker: CallTracker, stage: object) -> None:
         self._agent = agent
         self._tracker = tracker
+        self._stage = stage
 
     @property
     def name(self) -> str:
         return self._agent.name
 
     def decide(self, context: DecisionContext) -> Decision:
-        self._tracker.model_call((context.tenant_id, context.run_id, context.event_type))
+        self._tracker.model_call((context.tenant_id, context.run_id, context.event_type), self._stage)
         return self._agent.decide(context)
 
 
@@ -127,10 +130,18 @@ class CallTracker:
         self._current: str | None = None
         self.made: list[MadeCall] = []
         self.model_calls: list[ModelCall] = []
+        self._sandboxes: dict[int, tuple[object, int]] = {}
 
-    def model_call(self, key: tuple[str, str, str]) -> None:
+    def model_call(self, key: tuple[str, str, str], stage: object) -> None:
+        """A model asked by the decide stage ``stage``: one object per sandbox, since a cold start
+        builds the stage anew (its references are held, so an ``id`` is never reused)."""
         self._seq += 1
-        self.model_calls.append(ModelCall(self._seq, key))
+        _, sandbox = self._sandboxes.setdefault(id(stage), (stage, len(self._sandboxes) + 1))
+        self.model_calls.append(ModelCall(self._seq, key, sandbox))
+
+    def forget_model_calls(self) -> None:
+        self.model_calls.clear()
+        self._sandboxes.clear()
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         function = self._logical.get(call.function, call.function)
@@ -305,7 +316,7 @@ class FaultHarness:
         self._reset_world()
         self.calls.calls.clear()
         self.tracker.made.clear()
-        self.tracker.model_calls.clear()
+        self.tracker.forget_model_calls()
         self.landings.clear()
         cloud.poller.history = []
         plan = schedule.plan()
@@ -462,6 +473,7 @@ class FaultHarness:
         self._observe_approvals(obs, store)
         for asked in self.tracker.model_calls:
             obs.model_calls.setdefault(asked.key, []).append(asked.seq)
+            obs.model_askers.setdefault(asked.key, []).append(asked.sandbox)
         self._observe_calls(obs)
         records = (
             tables.by_id(tables.scanned(ddb, topology.tables["IdempotencyTable"]))
@@ -711,7 +723,7 @@ def _counting_model_calls(tracker: CallTracker) -> Iterator[None]:
     original = DecideStage._agent
 
     def counted(stage: DecideStage, agent: Agent) -> Agent:
-        return _CountedAgent(original(stage, agent), tracker)
+        return _CountedAgent(original(stage, agent), tracker, stage)
 
     setattr(DecideStage, "_agent", counted)  # noqa: B010
     try:

@@ -24,8 +24,10 @@ nothing stale applied"). Each check takes an ``Observation`` and returns violati
     once: its final status agrees with every successful answer the API gave (none if it expired), an
     approval is never applied at or after its expiry, exactly one CommandAuthorized id exists for an
     approved command and none otherwise, and a rejected or expired one leaves its run DENIED.
-(g) ``model_asked_once``: every recorded decision cost exactly one model call, and none came after the
-    record (a redelivery reuses the recorded decision).
+(g) ``model_asked_once``: every recorded decision cost one model call per decide sandbox that asked,
+    and none came after the record (a redelivery reuses the recorded decision, a warm retry the one its
+    sandbox kept). Only a sandbox lost (a crash or a timeout, then a cold start) before the record may
+    leave another to ask again: nothing was decided that survived it.
 (h) ``no_effect_without_authorization``: every effect execute made is of a command whose authorization
     the pipeline recorded (an authorize entry APPLIED, or an approval entry APPLIED, naming its command
     id and carrying its CommandAuthorized), and what the effect wrote is that recorded command's payload
@@ -215,6 +217,8 @@ class Observation:
     """Approval id -> the approval item as it ended."""
     model_calls: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     """(tenant, run, event type) -> the call sequence numbers at which an agent was asked to decide it."""
+    model_askers: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    """(tenant, run, event type) -> which decide sandbox asked, one per ``model_calls`` entry."""
     decided_at: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """(tenant, run, event type) -> the call sequence number of the write that recorded its decision."""
     forged: list[Forged] = field(default_factory=list)
@@ -577,12 +581,15 @@ def model_asked_once(obs: Observation) -> list[str]:
     violations: list[str] = []
     for key, recorded in obs.decided_at.items():
         calls = obs.model_calls.get(key, [])
+        askers = obs.model_askers.get(key, [])
         after = [seq for seq in calls if seq > recorded]
-        if len(calls) != 1 or after:
+        asked_again = len(askers) - len(set(askers))
+        if not calls or after or asked_again:
             tenant, run, event_type = key
             violations.append(
                 f"(g/model-calls) {tenant}/{run} {event_type}: the model was asked {len(calls)} time(s) "
-                f"for one decision (recorded at call {recorded}; {len(after)} ask(s) after it)"
+                f"by {len(set(askers))} sandbox(es) for one decision (recorded at call {recorded}; "
+                f"{len(after)} ask(s) after it)"
             )
     return violations
 

@@ -39,7 +39,7 @@ from intentbus_faults.schedule import (
     incident_input,
     schedule_of,
 )
-from intentbus_local.faults import CRASH_AFTER
+from intentbus_local.faults import CRASH_AFTER, SERVER_ERROR
 
 
 def codes(violations: list[str]) -> set[str]:
@@ -142,6 +142,28 @@ def test_a_decide_that_asks_the_model_again_is_caught(
 
     result = harness.run(schedule_of(9106, fanout_input(9106)))
 
+    assert "g/model-calls" in codes(result.violations), result.violations
+
+
+def test_a_decide_that_forgets_the_decision_its_sandbox_kept_is_caught(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its write failed (5xx) after the model answered; the warm retry asks again in the same sandbox."""
+    original = intentbus.stages.decide.DecideStage.handle
+
+    def forgetful(stage: Any, body: str, message_id: str | None = None) -> Any:
+        try:
+            return original(stage, body, message_id)
+        except Exception:
+            stage._decisions.clear()
+            raise
+
+    monkeypatch.setattr(intentbus.stages.decide.DecideStage, "handle", forgetful)
+    write = ("DecideFunction:dynamodb.TransactWriteItems", 0)
+
+    result = harness.run(schedule_of(9113, fanout_input(9113), forced={write: SERVER_ERROR}))
+
+    assert [str(i) for i in result.injected] == ["server_error@DecideFunction:dynamodb.TransactWriteItems#0"]
     assert "g/model-calls" in codes(result.violations), result.violations
 
 

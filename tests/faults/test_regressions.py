@@ -269,3 +269,31 @@ def test_a_failed_claim_after_a_lapsed_attempt_keeps_the_attempt_in_doubt(
     journal = fanout_workflow.journal_key("t9210-fan0", "run-9210-fan0", "sku-a")
     assert result.observation.journal[journal] == 1, result.violations
     assert result.violations == [], result.violations
+
+
+def test_a_decide_sandbox_lost_before_its_record_lets_the_next_one_ask_again(harness: FaultHarness) -> None:
+    """Seed 4322 of ``make faults``' generator: decide asked the model, its write failed (5xx) and the
+    sandbox kept the decision for the retry; the redelivery's sandbox then crashed, so the next cold
+    start had nothing kept and asked again. That is the documented cost of a lost sandbox, not a
+    repeated ask: the checker counted every ask, whichever sandbox made it, and called it a violation.
+    Each sandbox still asks at most once (``test_checker_catches`` plants a warm retry that asks again)."""
+    schedule = schedule_of(
+        9211,
+        fanout_input(9211),
+        forced={
+            ("DecideFunction:dynamodb.TransactWriteItems", 0): SERVER_ERROR,
+            ("DecideFunction:dynamodb.BatchGetItem", 1): CRASH_AFTER,
+        },
+    )
+
+    result = harness.run(schedule)
+
+    assert [str(i) for i in result.injected] == [
+        "server_error@DecideFunction:dynamodb.TransactWriteItems#0",
+        "crash_after@DecideFunction:dynamodb.BatchGetItem#1",
+    ]
+    assert result.violations == [], result.violations
+    assert result.statuses["fanout_reservation t9211-fan0/run-9211-fan0"] == "COMPLETED"
+    assert result.observation is not None
+    key = ("t9211-fan0", "run-9211-fan0", fanout_workflow.REQUESTED)
+    assert result.observation.model_askers[key] == [1, 2]
