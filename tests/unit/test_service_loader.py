@@ -52,3 +52,31 @@ def test_the_loader_searches_where_botocore_does(monkeypatch: pytest.MonkeyPatch
     stock = botocore.session.get_session().get_component("data_loader")
 
     assert ServiceLoader.like(stock).search_paths == stock.search_paths
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "cn-north-1", "us-gov-west-1"])
+@pytest.mark.parametrize("service", ["dynamodb", "events", "sqs", "s3", "iam", "cloudwatch"])
+def test_a_client_reaches_the_endpoint_botocore_itself_resolves(
+    service: str, region: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data files read as plain dicts (not botocore's ``OrderedDict``s) resolve the same endpoints,
+    global services and other partitions included."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", region)
+    ours = AwsClients().client(service)
+    theirs = botocore.session.get_session().create_client(service)
+
+    assert ours.meta.endpoint_url == theirs.meta.endpoint_url
+    assert ours.meta.region_name == theirs.meta.region_name
+    assert ours.meta.service_model.signing_name == theirs.meta.service_model.signing_name
+
+
+def test_the_data_files_read_as_botocore_reads_them() -> None:
+    stock = botocore.session.get_session().get_component("data_loader")
+    ours = ServiceLoader.like(stock)
+
+    for name in ("endpoints", "partitions", "sdk-default-configuration", "_retry"):
+        assert ours.load_data(name) == stock.load_data(name)
+    assert ours.load_service_model("dynamodb", "service-2") == stock.load_service_model(
+        "dynamodb", "service-2"
+    )
+    assert type(ours.load_data("endpoints")) is dict
