@@ -5,7 +5,8 @@ things only: boto3's version (whether PutItem may ask for ``ReturnValuesOnCondit
 boto3's ``TypeDeserializer`` (to read a stored record back). boto3 brings s3transfer and multiprocessing
 with it, ~12 ms of CPU at the execute stage's first record, though intentbus hands Powertools a botocore
 client. So while Powertools' package is first imported, ``boto3`` and ``boto3.dynamodb.types`` are
-stand-ins: the version is read from boto3's installed distribution, the deserializer is boto3's own,
+stand-ins: the version is read from boto3's installed distribution (from boto3 itself when it has no
+metadata), the deserializer is boto3's own,
 made when a record is first read back (never on the happy path), and anything else Powertools asks of
 ``boto3`` (a session, when it is given no client) imports the real boto3 then. The stand-ins leave
 ``sys.modules`` as soon as Powertools is imported, so every later ``import boto3`` is the real one; a
@@ -46,8 +47,11 @@ class _Boto3(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         if name == "__version__":
-            return importlib.metadata.version("boto3")
-        if name.startswith("__"):
+            try:
+                return importlib.metadata.version("boto3")
+            except importlib.metadata.PackageNotFoundError:  # installed without its metadata
+                pass
+        elif name.startswith("__"):
             raise AttributeError(name)
         return getattr(importlib.import_module("boto3"), name)
 
