@@ -122,12 +122,22 @@ class Usage:
     """Index entries put, changed or deleted (each billed by its size in ``write_units``)."""
     transactional_items: int = 0
     standard_writes: int = 0
+    by_call: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Units by the call that billed them (``function operation``): ``write_units``, ``read_units``."""
+    call: str = ""
+    """The call being billed."""
 
     def add_write(self, where: str, units: float) -> None:
         self.write_units[where] = self.write_units.get(where, 0.0) + units
+        self._add_to_call("write_units", units)
 
     def add_read(self, where: str, units: float) -> None:
         self.read_units[where] = self.read_units.get(where, 0.0) + units
+        self._add_to_call("read_units", units)
+
+    def _add_to_call(self, kind: str, units: float) -> None:
+        billed = self.by_call.setdefault(self.call, {"write_units": 0.0, "read_units": 0.0})
+        billed[kind] += units
 
     @property
     def table_write_units(self) -> float:
@@ -160,6 +170,7 @@ class CapacityMeter:
         handler = getattr(self, f"_{call.operation}", None)
         if handler is None:
             return proceed(call.params)
+        self.usage.call = f"{call.function} {call.operation}"
         return handler(call.params, proceed)
 
     # ---------------------------------------------------------------- writes

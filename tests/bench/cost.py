@@ -12,7 +12,7 @@
   steps, with ``alternatives_limits`` (what each cannot do);
 * ``per_step``: the measured figures behind it (DynamoDB write and read units, index writes, modelled
   Lambda milliseconds, log bytes, PutEvents and SQS chunks), ``dynamodb_by_table`` the units by table
-  and index;
+  and index, ``dynamodb_by_call`` the write and read units by stage and call;
 * ``idle_monthly_usd``: what a deployment costs per month before any step (alarms, dashboards, KMS,
   schedules, idle polls); ``storage_gb_per_million_steps``: what stays in the table.
 
@@ -203,6 +203,7 @@ def measure_cost() -> dict[str, object]:
         tables = {name: logical for logical, name in cloud.topology.tables.items()}
     steps = seen.records["record"]
     stage_names = {functions[logical].name for logical in STAGES}
+    stage_of = {functions[logical].name: stage for logical, stage in STAGES.items()}
     entries = [
         entry
         for call in log.calls
@@ -263,6 +264,14 @@ def measure_cost() -> dict[str, object]:
                 "index_writes": round(usage.index_writes.get(where, 0) / steps, 2),
             }
             for where, units in sorted(usage.write_units.items())
+        },
+        "dynamodb_by_call": {
+            f"{stage_of.get(function, function)} {operation}": {
+                kind: round(units / steps, 2) for kind, units in billed.items()
+            }
+            for (function, _, operation), billed in sorted(
+                (call.partition(" "), billed) for call, billed in usage.by_call.items()
+            )
         },
         "lambda_ms_by_stage": {stage: round(sum(ms) / len(ms), 1) for stage, ms in sorted(modelled.items())},
         "lambda_cpu_ms_by_stage": {

@@ -3,8 +3,8 @@
 Each record is one command through the idempotency runner with the execution guard's claim as its
 work (what execute does before a tool), against the guard's claim alone (what execute would pay with
 no idempotency store): the difference is what the store adds. DynamoDB is moto's HTTP server (the
-in-progress put folded into the guard's transaction, then Powertools' save); Redis is a real
-``redis-server`` (the Lua put, the guard's transaction, the save). Both over loopback, so the ratio
+guard's read, the in-progress put with the resource's move if any, then Powertools' save); Redis is a
+real ``redis-server`` (the Lua put, the guard's read and claim, the save). Both over loopback, so the ratio
 compares the stores' round trips on this machine, not AWS's network (see the README).
 
 Run alone: ``python -m tests.bench.idempotency_latency``.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from intentbus_faults import fanout_workflow
 from intentbus_faults.harness import FaultHarness
 from intentbus_faults.invariants import code_of
@@ -25,7 +27,7 @@ from intentbus_faults.schedule import (
     schedule_of,
 )
 from intentbus_local import seed as world
-from intentbus_local.faults import CRASH_AFTER, DUPLICATE, THROTTLE, TIMEOUT_AFTER
+from intentbus_local.faults import CRASH_AFTER, DUPLICATE, SERVER_ERROR, THROTTLE, TIMEOUT_AFTER
 
 
 def codes(violations: list[str]) -> set[str]:
@@ -215,9 +217,11 @@ def test_lapsed_leases_after_server_errors_at_execute_do_not_repeat_a_reservatio
     harness: FaultHarness,
 ) -> None:
     """Seed 2135 of ``make faults``' generator: six injected 5xx errors, four of them on execute's calls,
-    and two lapsed leases. A guard that read the run and the authorization before its claim, instead of
-    checking them inside its transaction, let the fanout workflow's reserve_stock take effect twice here;
-    the guard's checks stay in its transaction, and this schedule keeps them honest."""
+    and two lapsed leases. The saves of two results failed, so their records stayed in progress; on
+    redelivery the lapse was noticed, but the guard's own claim then failed with a 5xx, Powertools
+    deleted the record that remembered the earlier attempt, and the next delivery ran reserve_stock a
+    second time. (It showed first with a guard that read before it claimed: its separate claim call is
+    where the schedule's fault landed.)"""
     schedule = generate(2135)
 
     result = harness.run(schedule)
@@ -227,3 +231,41 @@ def test_lapsed_leases_after_server_errors_at_execute_do_not_repeat_a_reservatio
     assert result.observation is not None
     for journal, applied in result.observation.journal.items():
         assert applied <= 1, f"{journal} applied {applied} times"
+
+
+@pytest.mark.parametrize(
+    "claim_call",
+    [
+        # execute's reads: sku-a's guard read (0), sku-b's (1), sku-a's redelivery (2), after the lapse (3)
+        ("ExecuteFunction:dynamodb.BatchGetItem", 3),
+        # execute's UpdateItems: sku-a's journal write (0), the save of its result (1), sku-b's two (2, 3),
+        # and sku-a's resource move after the lapse (4)
+        ("ExecuteFunction:dynamodb.UpdateItem", 4),
+    ],
+    ids=["guard-read", "resource-move"],
+)
+def test_a_failed_claim_after_a_lapsed_attempt_keeps_the_attempt_in_doubt(
+    harness: FaultHarness, claim_call: tuple[str, int]
+) -> None:
+    """The failure: sku-a's reservation took effect, then the save of its result failed (5xx), so its
+    record stayed in progress and its lease lapsed. The redelivery noticed the lapse, but the guard's
+    claim on that path failed too (5xx, on its read or on its write); had the record been released with
+    the error, the next delivery would find the key free and reserve again. It stays in progress, and
+    the reconcile check finds the reservation."""
+    save_of_sku_a = ("ExecuteFunction:dynamodb.UpdateItem", 1)
+    schedule = schedule_of(
+        9210, fanout_input(9210), forced={save_of_sku_a: SERVER_ERROR, claim_call: SERVER_ERROR}
+    )
+
+    result = harness.run(schedule)
+
+    site, occurrence = claim_call
+    assert [str(i) for i in result.injected] == [
+        f"server_error@{save_of_sku_a[0]}#{save_of_sku_a[1]}",
+        f"server_error@{site}#{occurrence}",
+    ]
+    assert result.lapses >= 1
+    assert result.observation is not None
+    journal = fanout_workflow.journal_key("t9210-fan0", "run-9210-fan0", "sku-a")
+    assert result.observation.journal[journal] == 1, result.violations
+    assert result.violations == [], result.violations

@@ -1,5 +1,6 @@
-"""On DynamoDB, Powertools' in-progress put travels in the execution guard's transaction: one write
-claims the idempotency key, checks the run and moves the resource's version."""
+"""On DynamoDB, the execution guard reads the run and the authorization once, then Powertools' in-progress
+put travels with the guard's claim: one write claims the idempotency key and moves the resource's
+version (a plain put when the command names no resource)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def request(seen_version: int = 0) -> ClaimRequest:
     )
 
 
-def test_one_transaction_claims_the_key_and_the_resource(env: Env) -> None:
+def test_one_read_and_one_transaction_claim_the_key_and_the_resource(env: Env) -> None:
     env.start_run()
     claim = request()
     made: list[Claim | None] = []
@@ -94,12 +95,32 @@ def test_one_transaction_claims_the_key_and_the_resource(env: Env) -> None:
     env.log.clear()
     assert env.runner.run(command(), work, claim=claim) == {"scaled": True}
 
-    assert env.log.operations() == ["TransactWriteItems", "UpdateItem"]
+    assert env.log.operations() == ["BatchGetItem", "TransactWriteItems", "UpdateItem"]
     assert made == [Claim(ClaimStatus.CLAIMED)]
     assert env.resource_version() == 1
 
 
-def test_a_repeat_costs_one_cancelled_transaction_and_moves_nothing(env: Env) -> None:
+def test_without_a_resource_the_key_is_claimed_by_one_plain_put(env: Env) -> None:
+    env.start_run()
+    claim = request()
+    claim.resource = None
+    made: list[Claim | None] = []
+
+    def work() -> dict[str, Any]:
+        made.append(claim.take())
+        return {"scaled": True}
+
+    env.log.clear()
+    assert env.runner.run(command(), work, claim=claim) == {"scaled": True}
+    assert env.log.operations() == ["BatchGetItem", "PutItem", "UpdateItem"]
+    assert made == [Claim(ClaimStatus.CLAIMED)]
+
+    again = request()
+    again.resource = None
+    assert env.runner.run(command(), lambda: {"scaled": "twice"}, claim=again) == {"scaled": True}
+
+
+def test_a_repeat_costs_one_read_and_one_cancelled_transaction_and_moves_nothing(env: Env) -> None:
     env.start_run()
     env.runner.run(command(), lambda: {"scaled": True}, claim=request())
     env.log.clear()
@@ -107,7 +128,7 @@ def test_a_repeat_costs_one_cancelled_transaction_and_moves_nothing(env: Env) ->
     again = env.runner.run(command(), lambda: {"scaled": "twice"}, claim=request())
 
     assert again == {"scaled": True}
-    assert env.log.operations() == ["TransactWriteItems"]
+    assert env.log.operations() == ["BatchGetItem", "TransactWriteItems"]
     assert env.resource_version() == 1
 
 

@@ -1,13 +1,16 @@
-"""The execution guard on the workflow table: one TransactWriteItems per command, before its tool runs.
+"""The execution guard on the workflow table: checks read once, the resource claimed in one write.
 
-It checks the run exists, has not ended and was started under the workflow definition the command's
-tool belongs to (a run stored before definitions were stored passes), that the command's authorization
-is recorded with this fact's digest (an ALLOW verdict or an approver's decision wrote it), and, for a
-command that names a resource, moves the resource item from the version the command was authorized at
-to the next one. Of commands authorized at one version only the first to claim runs; the rest find the
-version moved and are conflicts. A claim by the same command again (a retry after a crash) passes, so
-a holder that died never blocks its resource: there is nothing to release, and a command authorized
-after the claim reads the new version.
+Before a command's tool runs, one strongly consistent read checks that the run exists, has not ended
+and was started under the workflow definition the command's tool belongs to (a run stored before
+definitions were stored passes), and that the command's authorization is recorded with this fact's
+digest (an ALLOW verdict or an approver's decision wrote it). The authorization item is write-once, so
+reading it is as good as a check inside the write; the run's status is read, not checked in the write:
+a run that ends a moment after the read is no different from one that ends while the tool runs.
+For a command that names a resource, one conditional update then moves the resource item from the
+version the command was authorized at to the next one. Of commands authorized at one version only the
+first to claim runs; the rest find the version moved and are conflicts. A claim by the same command
+again (a retry after a crash) passes, so a holder that died never blocks its resource: there is nothing
+to release, and a command authorized after the claim reads the new version.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, auth_sk, resource_pk, run_pk
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus
-from intentbus.state import LEGACY_CHECKS, TERMINAL, WorkflowState
+from intentbus.state import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -28,23 +31,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ClaimActions:
-    """A claim's actions for one TransactWriteItems, and how to read the reasons it was cancelled."""
+    """A claim as read and prepared: the guard's refusal if its read already refused, else the resource
+    move (no action for a command without a resource) for one write, and how to read its cancellation."""
 
     actions: list[dict[str, Any]]
-    authorized: bool
-    checked: int
-    """How many of ``actions`` are checks (the resource update follows them)."""
+    refused: Claim | None = None
 
     def refusal(self, reasons: list[dict[str, Any]]) -> Claim | None:
-        """Why the guard refused, from the cancellation reasons of these actions (in order); ``None``
-        if no check of its own failed (cancelled for another reason)."""
-        failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
-        if self.authorized and len(failed) > 1 and failed[1]:
-            return Claim(ClaimStatus.NOT_AUTHORIZED)
-        if failed and failed[0]:
-            return _run_refused(reasons[0].get("Item", {}))
-        if len(failed) > self.checked and failed[self.checked]:
-            holder = reasons[self.checked].get("Item", {}).get("holder", {}).get("S")
+        """Why the resource move was refused, from the cancellation reasons of these actions (in order);
+        ``None`` if it was cancelled for another reason."""
+        if self.actions and reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+            holder = reasons[0].get("Item", {}).get("holder", {}).get("S")
             return Claim(ClaimStatus.CONFLICT, holder=holder)
         return None
 
@@ -78,79 +75,81 @@ class DynamoExecutionGuard:
                 definition=definition,
             )
         )
+        if prepared.refused is not None:
+            return prepared.refused
+        if not prepared.actions:
+            return Claim(ClaimStatus.CLAIMED)
+        (move,) = prepared.actions
         try:
-            self._client.transact_write_items(TransactItems=prepared.actions)  # type: ignore[arg-type]
+            self._client.update_item(**move["Update"])
         except ClientError as error:
-            refused = cancelled_claim(error, prepared, offset=0)
-            if refused is None:
-                raise  # cancelled for another reason (a concurrent transaction): retried by SQS
-            return refused
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            item: dict[str, Any] = response.get("Item", {})
+            return Claim(ClaimStatus.CONFLICT, holder=item.get("holder", {}).get("S"))
         return Claim(ClaimStatus.CLAIMED)
 
     def actions(self, request: ClaimRequest) -> ClaimActions:
-        """The claim's actions, for ``claim`` or for a caller that folds them into its own transaction."""
-        tenant_id, run_id, command_id = request.tenant_id, request.run_id, request.command_id
-        resource, authorization, definition = request.resource, request.authorization, request.definition
-        ended = {f":ended{i}": {"S": status.value} for i, status in enumerate(sorted(TERMINAL))}
-        pk = {"S": run_pk(tenant_id, run_id)}
-        run_check: dict[str, Any] = {
+        """Reads the run and the authorization; the claim's write, for ``claim`` or for a caller that
+        folds it into its own transaction."""
+        refused = self._checked(request)
+        if refused is not None:
+            return ClaimActions([], refused)
+        if request.resource is None:
+            return ClaimActions([])
+        seen = request.seen_version or 0
+        move = {
             "TableName": self._table,
-            "Key": {"pk": pk, "sk": {"S": STATE_SK}},
-            "ConditionExpression": f"attribute_exists(pk) AND NOT (#status IN ({', '.join(ended)}))",
-            "ExpressionAttributeNames": {"#status": "status"},
-            "ExpressionAttributeValues": ended,
+            "Key": {
+                "pk": {"S": resource_pk(request.tenant_id, request.resource)},
+                "sk": {"S": RESOURCE_SK},
+            },
+            "UpdateExpression": "SET #version = :next, holder = :command, claimed_at = :now",
+            "ConditionExpression": (
+                "(attribute_not_exists(#version) AND :seen = :zero) OR #version = :seen OR holder = :command"
+            ),
+            "ExpressionAttributeNames": {"#version": "version"},
+            "ExpressionAttributeValues": {
+                ":next": {"N": str(seen + 1)},
+                ":seen": {"N": str(seen)},
+                ":zero": {"N": "0"},
+                ":command": {"S": request.command_id},
+                ":now": {"S": request.now.isoformat()},
+            },
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if definition is not None:
-            run_check["ConditionExpression"] += (
-                " AND #workflow = :workflow"
-                " AND (attribute_not_exists(#definition) OR #definition = :definition)"
-            )
-            run_check["ExpressionAttributeNames"] |= {"#workflow": "workflow", "#definition": "definition"}
-            run_check["ExpressionAttributeValues"] |= {
-                ":workflow": {"S": definition[0]},
-                ":definition": {"S": definition[1]},
+        return ClaimActions([{"Update": move}])
+
+    def _checked(self, request: ClaimRequest) -> Claim | None:
+        """The refusal from one consistent read of the run's state and the command's authorization."""
+        pk = {"S": run_pk(request.tenant_id, request.run_id)}
+        keys = [{"pk": pk, "sk": {"S": STATE_SK}}]
+        if request.authorization is not None:
+            keys.append({"pk": pk, "sk": {"S": auth_sk(request.command_id)}})
+        found: list[dict[str, Any]] = []
+        ask: dict[str, Any] = {
+            self._table: {
+                "Keys": keys,
+                "ConsistentRead": True,
+                "ProjectionExpression": "sk, #status, workflow, #definition, digest",
+                "ExpressionAttributeNames": {"#status": "status", "#definition": "definition"},
             }
-        actions: list[dict[str, Any]] = [{"ConditionCheck": run_check}]
-        if authorization is not None:
-            actions.append(
-                {
-                    "ConditionCheck": {
-                        "TableName": self._table,
-                        "Key": {"pk": pk, "sk": {"S": auth_sk(command_id)}},
-                        "ConditionExpression": "digest = :digest",
-                        "ExpressionAttributeValues": {":digest": {"S": authorization}},
-                    }
-                }
-            )
-        checked = len(actions)
-        if resource is not None:
-            seen = request.seen_version or 0
-            actions.append(
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": {"pk": {"S": resource_pk(tenant_id, resource)}, "sk": {"S": RESOURCE_SK}},
-                        "UpdateExpression": "SET #version = :next, holder = :command, claimed_at = :now",
-                        "ConditionExpression": (
-                            "(attribute_not_exists(#version) AND :seen = :zero) "
-                            "OR #version = :seen OR holder = :command"
-                        ),
-                        "ExpressionAttributeNames": {"#version": "version"},
-                        "ExpressionAttributeValues": {
-                            ":next": {"N": str(seen + 1)},
-                            ":seen": {"N": str(seen)},
-                            ":zero": {"N": "0"},
-                            ":command": {"S": command_id},
-                            ":now": {"S": request.now.isoformat()},
-                        },
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                }
-            )
-        return ClaimActions(actions, authorization is not None, checked)
+        }
+        while ask:
+            response = self._client.batch_get_item(RequestItems=ask)
+            found.extend(response["Responses"].get(self._table, []))
+            ask = dict(response.get("UnprocessedKeys") or {})
+        by_sk = {item["sk"]["S"]: item for item in found}
+        if request.authorization is not None:
+            granted = by_sk.get(auth_sk(request.command_id), {}).get("digest", {}).get("S")
+            if granted != request.authorization:
+                return Claim(ClaimStatus.NOT_AUTHORIZED)
+        return _run_refused(by_sk.get(STATE_SK, {}), request.definition)
 
     def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
+        from intentbus.adapters.dynamodb_store import state_from_item
+
         response = self._client.get_item(
             TableName=self._table,
             Key={"pk": {"S": run_pk(tenant_id, run_id)}, "sk": {"S": STATE_SK}},
@@ -159,25 +158,21 @@ class DynamoExecutionGuard:
         item = response.get("Item")
         if item is None:
             return False
-        return WorkflowState.model_validate_json(item["state"]["S"]).checks == LEGACY_CHECKS
+        return state_from_item(item).checks == LEGACY_CHECKS
 
 
-def cancelled_claim(error: ClientError, prepared: ClaimActions, *, offset: int) -> Claim | None:
-    """The guard's refusal in a cancelled transaction whose claim actions start at ``offset``; ``None``
-    if the transaction failed otherwise."""
-    if error.response["Error"]["Code"] != "TransactionCanceledException":
-        return None
-    response: dict[str, Any] = dict(error.response)
-    reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
-    return prepared.refusal(reasons[offset:])
-
-
-def _run_refused(item: dict[str, Any]) -> Claim:
-    """Why the run's check failed, from the state item as it was: none, ended, or another definition."""
+def _run_refused(item: dict[str, Any], definition: tuple[str, str] | None) -> Claim | None:
+    """Why the run refuses the claim, from its state item as read: none, ended, or another definition."""
     status = item.get("status", {}).get("S")
     if status is None:
         return Claim(ClaimStatus.NOT_AUTHORIZED)
     if status in {ended.value for ended in TERMINAL}:
         return Claim(ClaimStatus.RUN_ENDED, run_status=status)
-    started_under = (item.get("workflow", {}).get("S", ""), item.get("definition", {}).get("S", ""))
-    return Claim(ClaimStatus.RETIRED, run_status=status, run_definition=started_under)
+    if definition is None:
+        return None
+    started_under = (item.get("workflow", {}).get("S", ""), item.get("definition", {}).get("S"))
+    if started_under[0] == definition[0] and started_under[1] in (None, definition[1]):
+        return None
+    return Claim(
+        ClaimStatus.RETIRED, run_status=status, run_definition=(started_under[0], started_under[1] or "")
+    )

@@ -75,6 +75,10 @@ def state_item(state: WorkflowState) -> dict[str, Any]:
     }
 
 
+def state_from_item(item: Mapping[str, Any]) -> WorkflowState:
+    return WorkflowState.model_validate_json(item["state"]["S"])
+
+
 ENTRY_COMPRESSED = "entry_z"
 """A log entry's JSON, zlib-compressed (binary): its outputs repeat the envelopes' field names and ids,
 so it shrinks ~2-3x, and a write bills per KB (twice in a transaction). Entries written before were
@@ -208,7 +212,7 @@ class DynamoWorkflowStore:
         for item in found:
             sk = item["sk"]["S"]
             if sk == STATE_SK:
-                state = WorkflowState.model_validate_json(item["state"]["S"])
+                state = state_from_item(item)
             elif sk == RESOURCE_SK:
                 resource_version = int(item["version"]["N"])
             elif sk.startswith(AUTH_PREFIX):
@@ -384,7 +388,7 @@ class DynamoWorkflowStore:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return None if item is None else WorkflowState.model_validate_json(item["state"]["S"])
+        return None if item is None else state_from_item(item)
 
     def runs(self, tenant_id: str, status: str | None = None) -> list[WorkflowState]:
         """The tenant's runs, newest first: listed by the ``gsi3`` shards (and the ``gsi1`` key of runs
@@ -394,7 +398,7 @@ class DynamoWorkflowStore:
         for shard in range(RUN_LIST_SHARDS):
             keys.extend(self._index_items(RUNS_INDEX, runs_shard_key(tenant_id, shard), status))
         legacy = self._index_items(LEGACY_RUNS_INDEX, f"T#{tenant_id}#RUNS", status)
-        states = [WorkflowState.model_validate_json(item["state"]["S"]) for item in legacy]
+        states = [state_from_item(item) for item in legacy]
         states.extend(self._states({"pk": key["pk"], "sk": key["sk"]} for key in keys))
         if status:
             states = [state for state in states if state.status.value == status]
@@ -429,9 +433,6 @@ class DynamoWorkflowStore:
             request: dict[str, Any] = {self._table: {"Keys": batch, "ConsistentRead": True}}
             while request:
                 response = self._client.batch_get_item(RequestItems=request)
-                states.extend(
-                    WorkflowState.model_validate_json(item["state"]["S"])
-                    for item in response["Responses"].get(self._table, [])
-                )
+                states.extend(state_from_item(item) for item in response["Responses"].get(self._table, []))
                 request = dict(response.get("UnprocessedKeys") or {})
         return states

@@ -4,14 +4,18 @@ Powertools re-runs a function whose in-progress record lapsed, saying nothing of
 attempt. The client it is given here asks DynamoDB for the replaced item (``ReturnValues=ALL_OLD``,
 no extra call), so a tool that is unsafe to repeat is reconciled instead of run blindly again.
 
-With the execution guard at hand (``GuardedPersistenceLayer``), the in-progress record is written in
-the guard's TransactWriteItems: one call claims the key and the command's run and resource.
+With the execution guard at hand (``GuardedPersistenceLayer``), the guard reads the run and the
+authorization first; the in-progress record is then put on its own, or with the resource's move in one
+TransactWriteItems when the command names a resource.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,6 +24,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.compression import compressed
 from intentbus.adapters.powertools_idempotency import (  # Powertools' utility without boto3 (cold start)
     BasePersistenceLayer,
     DataRecord,
@@ -56,6 +61,10 @@ class LapseWatchingClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
+    @property
+    def unwatched(self) -> DynamoDBClient:
+        return self._client
+
     def put_item(self, **kwargs: Any) -> Any:
         if kwargs.get("Item", {}).get("status", {}).get("S") != IN_PROGRESS:
             return self._client.put_item(**kwargs)
@@ -85,18 +94,19 @@ class LapseWatchingClient:
 
 
 class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
-    """Powertools' DynamoDB layer whose in-progress put goes into the execution guard's transaction.
+    """Powertools' DynamoDB layer whose in-progress put carries the execution guard's claim.
 
-    The put's condition is narrowed to a key that is new or whose result expired: a record in progress,
-    lapsed or not, cancels the transaction and comes back with it (``ALL_OLD``), so a lapsed one is
-    still noticed — then replaced by Powertools' own put, and claimed by the guard on its own after.
-    When only the guard refuses, the in-progress record is put on its own, as without the guard, and
-    the refusal is left in the request for the stage.
+    The put's condition is narrowed to a key that is new or whose result expired: a record in
+    progress, lapsed or not, fails the put (or cancels the transaction) and comes back with it
+    (``ALL_OLD``), so a lapsed one is still noticed — then replaced by Powertools' own put, and
+    claimed by the guard on its own after. When the guard's read refuses, the in-progress record is
+    put on its own, as without the guard, and the refusal is left in the request for the stage.
     """
 
     def __init__(self, table_name: str, client: LapseWatchingClient, guard: DynamoExecutionGuard) -> None:
         super().__init__(table_name=table_name, boto3_client=client)  # type: ignore[arg-type]
         self._guard = guard
+        self._unwatched = client.unwatched
         self.claim: ClaimRequest | None = None
         """The claim to fold into the next in-progress put (set per command by the runner)."""
 
@@ -105,17 +115,27 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         if request is None or data_record.status != IN_PROGRESS:
             return super()._put_record(data_record)
         prepared = self._guard.actions(request)
+        if prepared.refused is not None:
+            request.made = prepared.refused
+            return super()._put_record(data_record)
         now = time.time() + _clock_offset()
-        actions = [{"Put": self._in_progress_put(data_record, now)}, *prepared.actions]
+        put = self._in_progress_put(data_record, now)
         try:
-            self.client.transact_write_items(TransactItems=actions)  # type: ignore[arg-type]
+            if prepared.actions:
+                actions: list[Any] = [{"Put": put}, *prepared.actions]
+                self.client.transact_write_items(TransactItems=actions)
+            else:
+                self._unwatched.put_item(**put)  # its item is already on the clock the guard uses
         except ClientError as error:
-            if error.response["Error"]["Code"] != "TransactionCanceledException":
+            code = error.response["Error"]["Code"]
+            if code not in ("TransactionCanceledException", "ConditionalCheckFailedException"):
                 raise
             response: dict[str, Any] = dict(error.response)
             reasons: list[dict[str, Any]] = response.get("CancellationReasons", [])
-            held = reasons[0] if reasons else {}
-            if held.get("Code") == "ConditionalCheckFailed" and "Item" in held:
+            held: dict[str, Any] = (
+                reasons[0] if reasons else {"Code": "ConditionalCheckFailed", "Item": response.get("Item")}
+            )
+            if held.get("Code") == "ConditionalCheckFailed" and held.get("Item"):
                 if not _lapsed(held["Item"], now):
                     self._already_exists(data_record, held["Item"])
                 return super()._put_record(data_record)  # replaces the lapsed record, noticed
@@ -279,7 +299,7 @@ class PowertoolsIdempotentRunner:
                 raise _KeepInProgress(doubt) from doubt
 
         try:
-            result: dict[str, Any] = self._run(command=command.to_json_dict(), work=attempt)
+            result = _unpacked(self._run(command=command.to_json_dict(), work=attempt))
         except _KeepInProgress as kept:
             raise kept.doubt from kept.doubt.__cause__
         except IdempotencyValidationError as error:
@@ -296,5 +316,19 @@ class _KeepInProgress(BaseException):
         self.doubt = doubt
 
 
+PACKED = "intentbus_z"
+"""The stored result's key: its JSON zlib-compressed (base85). The result is the output envelope,
+whose field names and ids repeat; packed, the record stays under DynamoDB's 1 KB write unit."""
+
+
 def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    return work()
+    plain = json.dumps(work(), separators=(",", ":")).encode()
+    return {PACKED: base64.b85encode(compressed(plain)).decode()}
+
+
+def _unpacked(stored: dict[str, Any]) -> dict[str, Any]:
+    """The result, from its packed form or as stored plain (a record saved before results were packed)."""
+    if set(stored) != {PACKED}:
+        return stored
+    result: dict[str, Any] = json.loads(zlib.decompress(base64.b85decode(stored[PACKED])))
+    return result

@@ -311,7 +311,12 @@ class _Attempt:
         The guard is asked first all the same: the lapsed attempt may have been a forged fact whose
         refusal could not release its record, and a forgery is refused, never reconciled."""
         self.ran = True
-        self._claim()  # raises NotRecorded; a run that ended since is still reconciled
+        try:
+            self._claim()  # raises NotRecorded; a run that ended since is still reconciled
+        except (ClientError, BotoCoreError, OSError) as error:
+            # The earlier attempt's effect is still unknown: the record must stay in progress, or the
+            # next attempt finds the key free and runs the tool blindly a second time.
+            raise OutcomeInDoubt(f"the guard's claim failed after a lapsed attempt: {error!r}") from error
         if self.tool.reconcile is None:
             reason = (
                 f"an earlier attempt of {self.command.type} lapsed and {self.tool.name} cannot be reconciled"
