@@ -60,3 +60,49 @@ def test_no_stage_imports_what_it_does_not_use() -> None:
 
     assert sorted(name for name in imported if name.startswith(NEVER_AT_IMPORT)) == []
     assert "intentbus.handler" in imported, "the entries were imported"
+
+
+_IDEMPOTENCY_PROBE = """
+import json, sys
+import intentbus.stages.execute
+from intentbus.adapters.idempotency import DynamoDBPersistenceLayer
+from botocore.session import get_session
+client = get_session().create_client("dynamodb", region_name="us-east-1")
+layer = DynamoDBPersistenceLayer(table_name="idempotency", boto3_client=client)
+heavy = ("boto3", "s3transfer", "multiprocessing", "intentbus.failure_review")
+at_first_record = sorted(name for name in sys.modules if name.startswith(heavy))
+item = {"id": {"S": "k"}, "status": {"S": "COMPLETED"}, "expiration": {"N": "4102444800"}}
+record = layer._item_to_data_record(item)
+import boto3
+print(json.dumps({
+    "at_first_record": at_first_record,
+    "asks_for_old_item": layer.return_value_on_condition,
+    "record": [record.idempotency_key, record.status, str(record.expiry_timestamp)],
+    "boto3_is_real": type(boto3) is type(sys) and hasattr(boto3, "Session"),
+}))
+"""
+
+
+def test_execute_loads_powertools_idempotency_without_boto3() -> None:
+    """Powertools' DynamoDB layer behaves as with boto3 (version check, reading a record back), yet the
+    execute stage's first record imports neither boto3 nor s3transfer nor multiprocessing (nor the failure
+    review, needed on a last attempt only); a later ``import boto3`` is the real one."""
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(ROOT / "shared"),
+        "AWS_LAMBDA_FUNCTION_NAME": "execute",
+    }
+    ran = subprocess.run(
+        [sys.executable, "-c", _IDEMPOTENCY_PROBE],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen = json.loads(ran.stdout.splitlines()[-1])
+
+    assert seen["at_first_record"] == []
+    assert seen["asks_for_old_item"] == {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+    assert seen["record"] == ["k", "COMPLETED", "4102444800"]
+    assert seen["boto3_is_real"] is True

@@ -20,22 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyItemAlreadyExistsError,
-    IdempotencyValidationError,
-)
-from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.compression import compressed
+from intentbus.adapters.powertools_idempotency import (  # Powertools' utility without boto3 (cold start)
+    BasePersistenceLayer,
+    DataRecord,
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    IdempotencyItemAlreadyExistsError,
+    IdempotencyValidationError,
+    idempotent_function,
+)
 from intentbus.envelope import Envelope
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
 

@@ -32,7 +32,6 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
-from intentbus.failure_review import Cause, Failure, pause_for_failure
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
@@ -161,6 +160,8 @@ class ExecuteStage(Stage):
             raise RetryLater(
                 error, delay_seconds=delay, attempt=attempt, max_attempts=policy.max_attempts
             ) from error
+        from intentbus.failure_review import Cause, Failure, pause_for_failure  # last attempt only
+
         failure = Failure.of(STAGE, error, attempt, Cause.RETRIES_EXHAUSTED)
         paused = None if self.store is None else pause_for_failure(self.deps, self.store, incoming, failure)
         if paused is None:
