@@ -384,15 +384,20 @@ class LocalCloud:
     # ------------------------------------------------------------------ looking at queues
 
     def queue_depth(self, logical_id: str) -> tuple[int, int, int]:
-        """(visible, in flight, delayed) messages."""
-        attributes = self.clients.sqs().get_queue_attributes(
-            QueueUrl=self.topology.queues[logical_id].url,
-            AttributeNames=[
-                "ApproximateNumberOfMessages",
-                "ApproximateNumberOfMessagesNotVisible",
-                "ApproximateNumberOfMessagesDelayed",
-            ],
-        )["Attributes"]
+        """(visible, in flight, delayed) messages. In process, read from moto's queue itself: the counts
+        GetQueueAttributes would answer, without a request (runs look often: progress, idle checks)."""
+        queue = self.topology.queues[logical_id]
+        if self.mode == "inprocess":
+            attributes = _moto_queue(self.topology.account_id, self._region, queue.name).attributes
+        else:
+            attributes = self.clients.sqs().get_queue_attributes(
+                QueueUrl=queue.url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                    "ApproximateNumberOfMessagesDelayed",
+                ],
+            )["Attributes"]
         return (
             int(attributes.get("ApproximateNumberOfMessages", "0")),
             int(attributes.get("ApproximateNumberOfMessagesNotVisible", "0")),
@@ -447,6 +452,12 @@ class LocalCloud:
                 ],
             )
         return list(seen.values())
+
+
+def _moto_queue(account_id: str, region: str, name: str) -> Any:
+    from moto.sqs.models import sqs_backends
+
+    return sqs_backends[account_id][region].get_queue(name)
 
 
 def _started(value: _T | None) -> _T:
