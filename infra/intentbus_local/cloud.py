@@ -157,6 +157,7 @@ class LocalCloud:
                 self.clock,
                 region=self._region,
                 account_id=self._topology.account_id,
+                receivable=self._receivable if self.mode == "inprocess" else None,
             )
             self._schedules = Schedules.from_template(
                 self._template,
@@ -365,6 +366,10 @@ class LocalCloud:
                 summary.messages_failed += len(result.failed)
                 self._notify(result.invocation)
         return progressed
+
+    def _receivable(self, queue_name: str) -> bool:
+        """Whether moto's queue has a message a receive would hand out now (its visible ones)."""
+        return bool(_moto_queue(self.topology.account_id, self._region, queue_name).messages)
 
     def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
         held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}

@@ -375,6 +375,22 @@ def test_queue_depth_read_from_moto_s_queue_is_what_get_queue_attributes_answers
     )
 
 
+def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
+    cloud: LocalCloud, journal: Journal
+) -> None:
+    received: list[int] = []
+    cloud.clients.sqs().meta.events.register(
+        "after-call.sqs.ReceiveMessage",
+        lambda parsed, **_: received.append(len(parsed.get("Messages", []))),
+    )
+    put(cloud, [entry("EventAccepted", behaviour="ok") for _ in range(3)])
+
+    summary = cloud.run_until_idle()
+
+    assert summary.idle and summary.messages_processed >= 3
+    assert received and 0 not in received
+
+
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
     cloud: LocalCloud, journal: Journal
 ) -> None:
