@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from intentbus_local import collector
 from intentbus_local.backend import Mode, MotoBackend, backend_for
 from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
@@ -121,6 +122,7 @@ class LocalCloud:
         self._runtime: FunctionRuntime | None = None
         self._poller: Poller | None = None
         self._schedules: Schedules | None = None
+        self._collector_tuned = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +147,9 @@ class LocalCloud:
             self._logs_dir = Path(tempfile.mkdtemp(prefix="intentbus-local-logs-"))
         self._backend = backend_for(self.mode)
         self._backend.start()
+        if not self._collector_tuned:
+            collector.started()
+            self._collector_tuned = True
         try:
             self._clients = Clients(region=self._region, endpoint_url=self._backend.endpoint_url)
             self._topology = provision(
@@ -227,6 +232,9 @@ class LocalCloud:
         if self._backend is not None:
             self._backend.stop()
             self._backend = None
+        if self._collector_tuned:
+            collector.stopped()
+            self._collector_tuned = False
 
     # ------------------------------------------------------------------ what is running
 
