@@ -148,19 +148,47 @@ Sent = list[tuple[int, dict[str, Any], str, str]]
 
 
 def _emit(cloud: LocalCloud, lines: list[tuple[int, dict[str, Any]]], *, title: str = "local run") -> Sent:
+    """On the ingress bus, as a producer: up to ten inputs per PutEvents, as many as fit its size limit."""
     from intentbus_cli.progress import Progress
 
     sent: Sent = []
     with Progress(f"{title}: sending", total=len(lines), unit="inputs sent") as progress:
-        for number, envelope in lines:
-            source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
-            detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
-            (bus_event_id,) = cloud.put_events(  # on the ingress bus, as a producer
-                [{"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}]
-            )
-            sent.append((number, envelope, bus_event_id, source))
-            progress.update(advance=1)
+        for group in _put_events_groups([(line, _bus_entry(line[1])) for line in lines]):
+            bus_event_ids = cloud.put_events([entry for _, entry in group])
+            for ((number, envelope), entry), bus_event_id in zip(group, bus_event_ids, strict=True):
+                sent.append((number, envelope, bus_event_id, entry["Source"]))
+            progress.update(advance=len(group))
     return sent
+
+
+def _bus_entry(envelope: Mapping[str, Any]) -> dict[str, str]:
+    source = str(envelope.get("source", "intentbus.cli"))  # emit's default source too
+    detail_type = str(envelope.get("type", envelope.get("event_type", "Unknown")))
+    return {"Source": source, "DetailType": detail_type, "Detail": json.dumps(envelope)}
+
+
+_Line = tuple[int, dict[str, Any]]
+
+
+def _put_events_groups(
+    entries: list[tuple[_Line, dict[str, str]]],
+) -> list[list[tuple[_Line, dict[str, str]]]]:
+    """Consecutive (line, entry) pairs, at most ten a group and a group's entries within PutEvents' size
+    limit together; an entry over the limit by itself goes alone (and is refused alone)."""
+    from intentbus.limits import PUT_EVENTS_LIMIT_BYTES, entry_size
+    from intentbus_local.cloud import PUT_EVENTS_MAX_ENTRIES
+
+    groups: list[list[tuple[_Line, dict[str, str]]]] = []
+    size = 0
+    for item in entries:
+        item_size = entry_size(item[1])
+        full = len(groups[-1]) == PUT_EVENTS_MAX_ENTRIES if groups else True
+        if full or size + item_size > PUT_EVENTS_LIMIT_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(item)
+        size += item_size
+    return groups
 
 
 def _run(cloud: LocalCloud, inputs: int, *, title: str = "local run") -> RunSummary:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from intentbus_local import collector
 from intentbus_local.backend import Mode, MotoBackend, backend_for
 from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
@@ -121,6 +122,7 @@ class LocalCloud:
         self._runtime: FunctionRuntime | None = None
         self._poller: Poller | None = None
         self._schedules: Schedules | None = None
+        self._collector_tuned = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +147,9 @@ class LocalCloud:
             self._logs_dir = Path(tempfile.mkdtemp(prefix="intentbus-local-logs-"))
         self._backend = backend_for(self.mode)
         self._backend.start()
+        if not self._collector_tuned:
+            collector.started()
+            self._collector_tuned = True
         try:
             self._clients = Clients(region=self._region, endpoint_url=self._backend.endpoint_url)
             self._topology = provision(
@@ -157,6 +162,7 @@ class LocalCloud:
                 self.clock,
                 region=self._region,
                 account_id=self._topology.account_id,
+                receivable=self._receivable if self.mode == "inprocess" else None,
             )
             self._schedules = Schedules.from_template(
                 self._template,
@@ -226,6 +232,9 @@ class LocalCloud:
         if self._backend is not None:
             self._backend.stop()
             self._backend = None
+        if self._collector_tuned:
+            collector.stopped()
+            self._collector_tuned = False
 
     # ------------------------------------------------------------------ what is running
 
@@ -366,6 +375,10 @@ class LocalCloud:
                 self._notify(result.invocation)
         return progressed
 
+    def _receivable(self, queue_name: str) -> bool:
+        """Whether moto's queue has a message a receive would hand out now (its visible ones)."""
+        return bool(_moto_queue(self.topology.account_id, self._region, queue_name).messages)
+
     def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
         held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}
         return all(
@@ -384,15 +397,20 @@ class LocalCloud:
     # ------------------------------------------------------------------ looking at queues
 
     def queue_depth(self, logical_id: str) -> tuple[int, int, int]:
-        """(visible, in flight, delayed) messages."""
-        attributes = self.clients.sqs().get_queue_attributes(
-            QueueUrl=self.topology.queues[logical_id].url,
-            AttributeNames=[
-                "ApproximateNumberOfMessages",
-                "ApproximateNumberOfMessagesNotVisible",
-                "ApproximateNumberOfMessagesDelayed",
-            ],
-        )["Attributes"]
+        """(visible, in flight, delayed) messages. In process, read from moto's queue itself: the counts
+        GetQueueAttributes would answer, without a request (runs look often: progress, idle checks)."""
+        queue = self.topology.queues[logical_id]
+        if self.mode == "inprocess":
+            attributes = _moto_queue(self.topology.account_id, self._region, queue.name).attributes
+        else:
+            attributes = self.clients.sqs().get_queue_attributes(
+                QueueUrl=queue.url,
+                AttributeNames=[
+                    "ApproximateNumberOfMessages",
+                    "ApproximateNumberOfMessagesNotVisible",
+                    "ApproximateNumberOfMessagesDelayed",
+                ],
+            )["Attributes"]
         return (
             int(attributes.get("ApproximateNumberOfMessages", "0")),
             int(attributes.get("ApproximateNumberOfMessagesNotVisible", "0")),
@@ -447,6 +465,12 @@ class LocalCloud:
                 ],
             )
         return list(seen.values())
+
+
+def _moto_queue(account_id: str, region: str, name: str) -> Any:
+    from moto.sqs.models import sqs_backends
+
+    return sqs_backends[account_id][region].get_queue(name)
 
 
 def _started(value: _T | None) -> _T:

@@ -17,6 +17,11 @@ anew at every node (``DepthFirstTraverser.nodes_to_be_processed`` and ``process`
   deep copy. One tree is kept per text, with its pickle: the validator's copy of a kept tree is
   unpickled (a sixth of what ``deepcopy`` takes), any other value is deep-copied as before.
 - A traverser's processing map is a constant dict of its bound methods: asked once per traverser.
+- ``DepthFirstTraverser.traverse_node_recursively`` visits the same nodes in the same order, calling
+  the same hooks and processors, but asks whether a value is a ``Node`` (an ABC, so each ``isinstance``
+  goes through ``ABCMeta.__instancecheck__``) and whether it is of the traverser's node types once per
+  class, and skips ``pre_processing_of_child`` where the traverser keeps the base class's, which does
+  nothing. Ten traversals per UpdateItem made it a tenth of a local run.
 - ``Table.all_items`` (every Query on an index, every Scan) sorts the whole table by its keys, each
   comparison of two ``DynamoType`` keys converting both values again (``cast_value``), so a Query cost
   O(n log n) conversions. Two keys of one type compare as their cast values do (``__eq__`` compares
@@ -47,6 +52,8 @@ PINS = Pins(
         "moto.dynamodb.parsing.validators.Validator.__init__": "9489b532dd0fb359",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.nodes_to_be_processed": "1c2c84c8097e3517",
         "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.process": "58328ec7c2f9b1f9",
+        "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.traverse_node_recursively": "d7f01d9b45cf9f64",
+        "moto.dynamodb.parsing.ast_nodes.DepthFirstTraverser.pre_processing_of_child": "7081127933bb856d",
         "moto.dynamodb.models.table.Table.all_items": "c80d2ee3c896acd0",
         # why comparing cast values is comparing the keys: DynamoType's own comparisons
         "moto.dynamodb.models.dynamo_type.DynamoType.__eq__": "48f12362c49f00c1",
@@ -75,6 +82,9 @@ def apply() -> None:
         validators.deepcopy = _copy  # type: ignore[attr-defined,assignment]
     PINS.replace(DepthFirstTraverser, "nodes_to_be_processed", _node_types)
     PINS.replace(DepthFirstTraverser, "process", _process)
+    PINS.replace(
+        DepthFirstTraverser, "traverse_node_recursively", _traverser_walk(ast_nodes, DepthFirstTraverser)
+    )
     PINS.replace(Table, "all_items", _all_items_sorted_once)
 
 
@@ -180,3 +190,43 @@ def _process(traverser: Any, node: Any) -> Any:
         if isinstance(node, class_key):
             return processor(node)
     return None
+
+
+def _traverser_walk(ast_nodes: Any, traverser_class: Any) -> Any:
+    node_class = ast_nodes.Node
+    does_nothing = vars(traverser_class)["pre_processing_of_child"]
+    is_node: dict[type, bool] = {}
+    of_types: dict[tuple[type, tuple[type, ...]], bool] = {}
+
+    def traverse_node_recursively(traverser: Any, node: Any, child_id: int = -1) -> Any:
+        types = traverser.nodes_to_be_processed()
+        pre = traverser.pre_processing_of_child
+        if getattr(pre, "__func__", None) is does_nothing:
+            pre = None
+
+        def walk(node: Any, child_id: int) -> Any:
+            kind = type(node)
+            found = is_node.get(kind)
+            if found is None:
+                found = is_node[kind] = isinstance(node, node_class)
+            if not found:
+                return node
+            parent_node = node.parent
+            if node.children is not None:
+                for i, child_node in enumerate(node.children):
+                    if pre is not None:
+                        pre(node, i)
+                    walk(child_node, i)
+            matches = of_types.get((kind, types))
+            if matches is None:
+                matches = of_types[(kind, types)] = isinstance(node, types)
+            if matches:
+                node = traverser.process(node)
+                node.parent = parent_node
+                if parent_node:
+                    parent_node.children[child_id] = node
+            return node
+
+        return walk(node, child_id)
+
+    return traverse_node_recursively

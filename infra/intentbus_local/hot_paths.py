@@ -6,8 +6,8 @@ JSONPath expressions on every event it delivers to SQS), ``camelcase_to_undersco
 action and parameter names), ``method_names_from_class`` (every response dispatch) and, inside
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
-response_keys (the response serializer's key lookups) and dynamodb_hot_paths (each expression text
-parsed once).
+response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
+parsed once) and attribute_values (DynamoDB's items serialized as the copies they are).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from intentbus_local import dynamodb_hot_paths, response_keys, sqs_hot_paths
+from intentbus_local import attribute_values, dynamodb_hot_paths, response_keys, sqs_hot_paths
 
 
 def apply() -> None:
@@ -38,6 +38,7 @@ def apply() -> None:
     sqs_hot_paths.apply()
     response_keys.apply()
     dynamodb_hot_paths.apply()
+    attribute_values.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

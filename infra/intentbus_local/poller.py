@@ -23,7 +23,7 @@ lapse before its delete, so the same messages reach a second invocation first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -98,8 +98,12 @@ class Poller:
         *,
         region: str,
         account_id: str,
+        receivable: Callable[[str], bool] | None = None,
     ) -> None:
+        """``receivable(queue name)``: whether a receive would get a message now (in process, moto's
+        queue asked directly); a receive it says would come back empty is not made. None: always ask SQS."""
         self._sqs = sqs
+        self._receivable = receivable
         self._runtime = runtime
         self._clock = clock
         self._region = region
@@ -194,6 +198,8 @@ class Poller:
         """Up to the mapping's batch size; SQS caps one receive at 10, so receive until full or empty."""
         messages: list[Message] = []
         while len(messages) < mapping.batch_size:
+            if self._receivable is not None and not self._receivable(mapping.queue.name):
+                break
             response = self._sqs.receive_message(
                 QueueUrl=mapping.queue.url,
                 MaxNumberOfMessages=min(SQS_MAX_RECEIVE, mapping.batch_size - len(messages)),

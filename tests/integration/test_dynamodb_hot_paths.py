@@ -225,3 +225,72 @@ def test_the_validator_s_copy_of_a_kept_tree_is_moto_s_deep_copy(expression: str
     assert _structure(ours) == _structure(copy.deepcopy(tree)) == _structure(tree)
     assert not _node_ids(ours, set()) & _node_ids(tree, set())  # nothing shared with the kept tree
     assert vars(validators)["deepcopy"]([{"S": "x"}]) == [{"S": "x"}]  # any other value: deepcopy
+
+
+VALIDATED = [
+    "SET #v = if_not_exists(#v, :zero) + :one, tags = :tags",
+    "SET #items = list_append(#items, :more), m.n = :one REMOVE gone ADD c :set DELETE tags :tags",
+    "SET a = b",  # b does not exist
+    "SET pk = :one",  # the key
+    "SET #v = :one, #v = :zero",  # overlapping paths
+    "SET m.absent.deeper = :one",  # not creatable
+    "SET #v = #v - :one ADD #n :one",
+]
+NAMES = {"#v": "version", "#items": "items", "#n": "counter"}
+VALUES = {
+    ":zero": {"N": "0"},
+    ":one": {"N": "1"},
+    ":tags": {"SS": ["t0"]},
+    ":more": {"L": [{"N": "2"}]},
+    ":set": {"NS": ["5"]},
+}
+
+
+def _updates(dynamodb: Any) -> list[Any]:
+    dynamodb.put_item(
+        TableName="t",
+        Item={
+            "pk": {"S": "a"},
+            "version": {"N": "1"},
+            "items": {"L": [{"S": "x"}]},
+            "m": {"M": {}},
+            "gone": {"S": "soon"},
+            "tags": {"SS": ["t0", "t1"]},
+        },
+    )
+    answers: list[Any] = []
+    for expression in VALIDATED:
+        used = {
+            "ExpressionAttributeNames": {k: v for k, v in NAMES.items() if k in expression},
+            "ExpressionAttributeValues": {k: v for k, v in VALUES.items() if k in expression},
+        }
+        try:
+            answers.append(
+                dynamodb.update_item(
+                    TableName="t",
+                    Key={"pk": {"S": "a"}},
+                    UpdateExpression=expression,
+                    ReturnValues="ALL_NEW",
+                    **{name: given for name, given in used.items() if given},
+                )["Attributes"]
+            )
+        except ClientError as error:
+            answers.append(error.response["Error"])
+    return answers
+
+
+def test_the_validator_s_traversals_update_and_refuse_as_moto_s_own(table: Any) -> None:
+    from moto.dynamodb.parsing import ast_nodes
+
+    DepthFirstTraverser = vars(ast_nodes)["DepthFirstTraverser"]
+    fast = _updates(table)
+    ours = vars(DepthFirstTraverser)["traverse_node_recursively"]
+    moto_s = dynamodb_hot_paths.PINS.moto_original("DepthFirstTraverser.traverse_node_recursively")
+    table.delete_item(TableName="t", Key={"pk": {"S": "a"}})
+    DepthFirstTraverser.traverse_node_recursively = moto_s
+    try:
+        assert _updates(table) == fast
+    finally:
+        DepthFirstTraverser.traverse_node_recursively = ours
+    assert [type(answer).__name__ for answer in fast] == ["dict"] * len(VALIDATED)
+    assert sum("Code" in answer for answer in fast) == 4

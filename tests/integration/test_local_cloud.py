@@ -354,6 +354,45 @@ def test_partial_batch_failure_deletes_only_the_successes(cloud: LocalCloud, jou
     assert cloud.queue_depth("DecideQueue") == (0, 1, 0)  # the failed one is in flight, the rest deleted
 
 
+def test_queue_depth_read_from_moto_s_queue_is_what_get_queue_attributes_answers(
+    cloud: LocalCloud, journal: Journal
+) -> None:
+    sqs, queue = cloud.clients.sqs(), cloud.topology.queues["DecideQueue"]
+    sqs.send_message(QueueUrl=queue.url, MessageBody="{}", DelaySeconds=60)
+    for _ in range(3):
+        sqs.send_message(QueueUrl=queue.url, MessageBody="{}")
+    sqs.receive_message(QueueUrl=queue.url, MaxNumberOfMessages=1)
+    answered = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["All"])["Attributes"]
+
+    assert (
+        cloud.queue_depth("DecideQueue")
+        == (2, 1, 1)
+        == (
+            int(answered["ApproximateNumberOfMessages"]),
+            int(answered["ApproximateNumberOfMessagesNotVisible"]),
+            int(answered["ApproximateNumberOfMessagesDelayed"]),
+        )
+    )
+
+
+def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
+    cloud: LocalCloud, journal: Journal
+) -> None:
+    received: list[int] = []
+    cloud.clients.sqs().meta.events.register(
+        "after-call.sqs.ReceiveMessage",
+        lambda parsed, **_: received.append(len(parsed.get("Messages", []))),
+    )
+    put(cloud, [entry("EventAccepted", behaviour="ok") for _ in range(3)])
+
+    summary = cloud.run_until_idle()
+
+    assert summary.idle
+    assert summary.messages_processed >= 3
+    assert received
+    assert 0 not in received
+
+
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
     cloud: LocalCloud, journal: Journal
 ) -> None:
