@@ -59,7 +59,7 @@ from intentbus_faults.redis_store import (
     tracking_redis_puts,
 )
 from intentbus_faults.schedule import FANOUT, SEED_DRIVE, WORKFLOWS, Drive, Input, RunRef, Schedule
-from intentbus_faults.speedups import moto_fast_paths, sqs_answered_in_process
+from intentbus_faults.speedups import moto_fast_paths
 from intentbus_local import report, seed
 from intentbus_local.cloud import LocalCloud, RunSummary
 from intentbus_local.faults import CallFaults, DeliveryFaults, Injected
@@ -273,13 +273,6 @@ class FaultHarness:
         self._stack.enter_context(recording(self.calls, interceptors=(self._inject, self.tracker)))
         self._stack.enter_context(_jsonpath_parsed_once())
         self._stack.enter_context(moto_fast_paths())
-        self._stack.enter_context(
-            sqs_answered_in_process(
-                cloud.clients.sqs(),
-                account_id=topology.account_id,
-                region=cloud.clients.dynamodb().meta.region_name,
-            )
-        )
         self._stack.enter_context(_counting_model_calls(self.tracker))
         seed.seed_service(cloud.clients)
         self._refresh_metrics()

@@ -8,11 +8,6 @@ Measured on 10 schedules: the per-call cost inside moto drops by about a quarter
 ``intentbus_local.service_models.shared_service_models`` (which the in-process local cloud enters) lets
 every botocore loader of the process share what it read from botocore's data files: each simulated
 Lambda sandbox still builds its own session and clients at its cold start.
-
-``sqs_answered_in_process`` answers the local cloud's own polling (never a function's call: functions
-have clients of their own, which the fault seams see) from moto's queue when the answer needs no
-request: a receive from a queue with nothing receivable, and its three message counts. About half the
-poller's receives find nothing; each cost a whole botocore and moto round trip.
 """
 
 from __future__ import annotations
@@ -53,52 +48,6 @@ def moto_fast_paths() -> Iterator[None]:
     finally:
         for owner, name, original in reversed(patches):
             setattr(owner, name, original)
-
-
-_DEPTHS = {
-    "ApproximateNumberOfMessages": "approximate_number_of_messages",
-    "ApproximateNumberOfMessagesNotVisible": "approximate_number_of_messages_not_visible",
-    "ApproximateNumberOfMessagesDelayed": "approximate_number_of_messages_delayed",
-}
-
-
-@contextlib.contextmanager
-def sqs_answered_in_process(sqs: Any, *, account_id: str, region: str) -> Iterator[None]:
-    """Until the block ends, ``sqs`` (one client object) answers without a request what moto would
-    answer from the queue alone: a ReceiveMessage that waits for nothing while no message is visible
-    and undelayed (moto's receive then returns nothing and changes nothing), and GetQueueAttributes of
-    the message counts. Anything else, and any queue moto does not know, goes to moto as before."""
-    from moto.sqs.models import sqs_backends
-
-    backend = sqs_backends[account_id][region]
-    receive, attributes = sqs.receive_message, sqs.get_queue_attributes
-
-    def queue(url: str) -> Any:
-        with contextlib.suppress(Exception):
-            return backend.get_queue(url.rsplit("/", 1)[-1])
-        return None
-
-    def receive_message(**request: Any) -> Any:
-        found = queue(request["QueueUrl"]) if not request.get("WaitTimeSeconds") else None
-        if found is not None and not any(m.visible and not m.delayed for m in found._messages):
-            return {"ResponseMetadata": {"HTTPStatusCode": 200}}
-        return receive(**request)
-
-    def get_queue_attributes(**request: Any) -> Any:
-        names = request.get("AttributeNames", [])
-        found = queue(request["QueueUrl"]) if names and set(names) <= _DEPTHS.keys() else None
-        if found is None:
-            return attributes(**request)
-        return {
-            "Attributes": {name: str(getattr(found, _DEPTHS[name])) for name in names},
-            "ResponseMetadata": {"HTTPStatusCode": 200},
-        }
-
-    sqs.receive_message, sqs.get_queue_attributes = receive_message, get_queue_attributes
-    try:
-        yield
-    finally:
-        del sqs.receive_message, sqs.get_queue_attributes
 
 
 def _random_string(
