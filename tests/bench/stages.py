@@ -25,6 +25,7 @@ minimal Powertools SQS handler making one PutItem and one PutEvents per record, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -194,6 +195,15 @@ def profile_stage(
     return str(ran.get("profile", ""))
 
 
+def _checkout_key() -> str:
+    """This checkout at its commit: a capture made from another checkout or commit names code (the
+    function directories, the calls a stage makes) that may no longer be there."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return hashlib.sha256(f"{ROOT}@{head}".encode()).hexdigest()[:12]
+
+
 def main(arguments: list[str]) -> int:
     """``python -m tests.bench.stages [profile STAGE [SORT]]``: the figures as JSON, or a stage's profile."""
     import warnings
@@ -201,7 +211,7 @@ def main(arguments: list[str]) -> int:
     warnings.simplefilter("ignore")
     if arguments[:1] == ["profile"] and len(arguments) >= 2:
         sort = arguments[2] if len(arguments) > 2 else "tottime"
-        capture_path = Path(tempfile.gettempdir()) / "intentbus-bench-capture.json"
+        capture_path = Path(tempfile.gettempdir()) / f"intentbus-bench-capture-{_checkout_key()}.json"
         print(profile_stage(arguments[1], sort=sort, capture_path=capture_path))
         return 0
     print(json.dumps(measure_stages(), indent=2))

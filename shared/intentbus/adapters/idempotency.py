@@ -290,21 +290,24 @@ class PowertoolsIdempotentRunner:
         if self._guarded is not None:
             self._guarded.claim = claim
 
+        ran: list[dict[str, Any]] = []
+
         def attempt() -> dict[str, Any]:
             try:
-                if self._watch.replaced_lapsed and after_lapse is not None:
-                    return after_lapse()
-                return work()
+                result = after_lapse() if after_lapse is not None and self._watch.replaced_lapsed else work()
             except OutcomeInDoubt as doubt:
                 raise _KeepInProgress(doubt) from doubt
+            ran.append(result)
+            return result
 
         try:
-            result = _unpacked(self._run(command=command.to_json_dict(), work=attempt))
+            stored = self._run(command=command.to_json_dict(), work=attempt)
         except _KeepInProgress as kept:
             raise kept.doubt from kept.doubt.__cause__
         except IdempotencyValidationError as error:
             raise KeyHeldByAnotherCommand(str(error)) from error
-        return result
+        # What ran here is returned as it was made; only a result read back from the store is unpacked.
+        return ran[-1] if ran else _unpacked(stored)
 
 
 class _KeepInProgress(BaseException):
