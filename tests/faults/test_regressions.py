@@ -8,6 +8,8 @@ test_schedules.KNOWN_DEFECTS).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import replace
 
 import pytest
@@ -27,7 +29,7 @@ from intentbus_faults.schedule import (
     schedule_of,
 )
 from intentbus_local import seed as world
-from intentbus_local.faults import CRASH_AFTER, DUPLICATE, SERVER_ERROR, THROTTLE, TIMEOUT_AFTER
+from intentbus_local.faults import CRASH_AFTER, DUPLICATE, REORDER, SERVER_ERROR, THROTTLE, TIMEOUT_AFTER
 
 
 def codes(violations: list[str]) -> set[str]:
@@ -231,6 +233,57 @@ def test_lapsed_leases_after_server_errors_at_execute_do_not_repeat_a_reservatio
     assert result.observation is not None
     for journal, applied in result.observation.journal.items():
         assert applied <= 1, f"{journal} applied {applied} times"
+
+
+def test_a_forgery_that_takes_over_a_lapsed_record_leaves_it_in_progress_for_the_real_command(
+    harness: FaultHarness,
+) -> None:
+    """The attack: copy a real CommandAuthorized for sku-a exactly (same command, key and payload) under
+    an id of your own, and have it land while the real attempt's lease has lapsed and before the real
+    redelivery. The real attempt reserved sku-a, then the save of its result failed (5xx), so its record
+    stayed in progress; the forged copy, delivered while the lease was held, came back in the same batch
+    as the real redelivery, ahead of it. It took the lapsed record over and the guard refused it, and
+    Powertools deleted the record with the refusal: the real redelivery found the key free and reserved
+    sku-a a second time. Now the refused forgery leaves the record in progress; the real redelivery
+    waits for that lease, then goes to its reconcile check, which finds the reservation."""
+    schedule = schedule_of(
+        9232,
+        fanout_input(9232),
+        forced={
+            # the real sku-a runs first, the forged copy after it (into its held lease, so it is retried)
+            ("ExecuteQueue:batch", 0): REORDER,
+            ("ExecuteFunction:dynamodb.UpdateItem", 1): SERVER_ERROR,  # the save of sku-a's result
+        },
+        forge=[AUTHORIZED_UNRECORDED],
+    )
+
+    result = harness.run(schedule)
+
+    assert [str(i).split(" ")[0] for i in result.injected] == [
+        "reorder@ExecuteQueue:batch#0",
+        "server_error@ExecuteFunction:dynamodb.UpdateItem#1",
+    ]
+    assert [end for _, end in result.forged] == ["quarantined by execute"], result.forged
+    ((forged, _),) = result.forged
+    assert "sku-a" in json.dumps(forged.envelope["payload"]["command"]["payload"])
+    assert result.lapses == 2, "the forgery took the real lapsed record; the real redelivery, the forgery's"
+    assert result.observation is not None
+    journal = fanout_workflow.journal_key("t9232-fan0", "run-9232-fan0", "sku-a")
+    assert result.observation.journal[journal] == 1, "sku-a was reserved twice"
+    assert _reconciled_skus(result.observation.published) == ["sku-a"]
+    assert result.statuses == {f"{FANOUT} t9232-fan0/run-9232-fan0": "COMPLETED"}
+    assert result.violations == [], result.violations
+
+
+def _reconciled_skus(published: Mapping[str, list[str]]) -> list[str]:
+    """The skus of the CommandExecuted facts execute answered from a reconcile check."""
+    skus = []
+    for details in published.values():
+        for detail in {*details}:
+            fact = json.loads(detail)
+            if fact.get("type") == "CommandExecuted" and fact["payload"].get("reconciled"):
+                skus.append(fact["payload"]["command"]["payload"]["sku"])
+    return sorted(skus)
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+)
+from botocore.exceptions import ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.envelope import Envelope
+from intentbus.errors import NotRecorded
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
 
@@ -66,3 +71,53 @@ def test_a_first_attempt_is_never_taken_for_a_lapsed_one(runner: PowertoolsIdemp
     assert runner.run(command("idem_3"), lambda: {"ran": True}, after_lapse=lambda: {"reconciled": True}) == {
         "ran": True
     }
+
+
+def refused() -> dict[str, object]:
+    raise NotRecorded("no authorization of this command matching this CommandAuthorized is recorded")
+
+
+def test_a_forged_copy_that_takes_over_a_lapsed_record_leaves_it_for_the_real_check(
+    runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: the real attempt's effect was taken and its lease lapsed; a forged copy of its fact
+    (same key and payload) lands first. Refused, it must not release the record the real attempt left."""
+    with pytest.raises(Crash):
+        runner.run(command("idem_4"), crash)
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "31")
+    with pytest.raises(NotRecorded):
+        runner.run(command("idem_4"), refused, after_lapse=refused)
+
+    with pytest.raises(IdempotencyAlreadyInProgressError):  # the forgery's lease is held
+        runner.run(command("idem_4"), lambda: {"ran": "again"}, after_lapse=lambda: {"reconciled": True})
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "62")
+    result = runner.run(command("idem_4"), lambda: {"ran": "again"}, after_lapse=lambda: {"reconciled": True})
+
+    assert result == {"reconciled": True}
+
+
+def test_a_refused_attempt_whose_release_failed_is_not_taken_for_an_unknown_effect(
+    aws: None,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
+    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
+    dynamodb = client("dynamodb")
+    runner = PowertoolsIdempotentRunner(
+        create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, lease_seconds=30
+    )
+    runner.bind(lambda_context(remaining_millis=600_000))
+    real_delete = dynamodb.delete_item
+
+    def throttled(**kwargs: object) -> object:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "DeleteItem")
+
+    monkeypatch.setattr(dynamodb, "delete_item", throttled)
+    with pytest.raises(IdempotencyPersistenceLayerError):  # refused, but its record could not be released
+        runner.run(command("idem_5"), refused, after_lapse=refused)
+    monkeypatch.setattr(dynamodb, "delete_item", real_delete)
+
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "31")
+    result = runner.run(command("idem_5"), lambda: {"ran": True}, after_lapse=lambda: {"reconciled": True})
+
+    assert result == {"ran": True}, "nothing ran under the refused attempt: there is nothing to reconcile"

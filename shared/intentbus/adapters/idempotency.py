@@ -12,6 +12,7 @@ TransactWriteItems when the command names a resource.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.compression import compressed
@@ -35,6 +36,7 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
     idempotent_function,
 )
 from intentbus.envelope import Envelope
+from intentbus.errors import NotRecorded
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 # Stable across function renames, so a renamed function does not run a command again.
 KEY_PREFIX = "intentbus.execute"
 IN_PROGRESS = "INPROGRESS"
+REFUSED = "refused"
+"""Set on an in-progress record whose attempt was refused (ran nothing): its lapse is no unknown effect."""
 
 
 class LapseWatchingClient:
@@ -57,6 +61,7 @@ class LapseWatchingClient:
     def __init__(self, client: DynamoDBClient) -> None:
         self._client = client
         self.replaced_lapsed = False
+        self._last_put: dict[str, Any] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -80,8 +85,29 @@ class LapseWatchingClient:
             **{**kwargs, "Item": item, "ExpressionAttributeValues": values, "ReturnValues": "ALL_OLD"}
         )
         old = response.get("Attributes", {})
-        self.replaced_lapsed = old.get("status", {}).get("S") == IN_PROGRESS
+        self.replaced_lapsed = old.get("status", {}).get("S") == IN_PROGRESS and REFUSED not in old
+        self._last_put = {"TableName": kwargs["TableName"], "Key": {"id": item["id"]}}
         return response
+
+    def forget_last_put(self) -> None:
+        """Before each command: a refusal marks only the record its own attempt put."""
+        self._last_put = None
+
+    def note_refused(self) -> None:
+        """Marks the record of the last in-progress put as a refused attempt's, before it is released.
+
+        Should the release fail, the record lapses; the next attempt then knows nothing ran under it.
+        Unmarked (this write failed too), the lapse is taken as an unknown effect: checked, never rerun."""
+        if self._last_put is None:
+            return
+        with contextlib.suppress(ClientError, BotoCoreError):
+            self._client.update_item(
+                **self._last_put,
+                UpdateExpression="SET #refused = :yes",
+                ConditionExpression="#status = :inprogress",
+                ExpressionAttributeNames={"#refused": REFUSED, "#status": "status"},
+                ExpressionAttributeValues={":yes": {"BOOL": True}, ":inprogress": {"S": IN_PROGRESS}},
+            )
 
     def update_item(self, **kwargs: Any) -> Any:
         """Powertools' save of the result: its expiry, too, in the clock the condition uses."""
@@ -216,6 +242,9 @@ class LapseWatch(Protocol):
 
     replaced_lapsed: bool
 
+    def note_refused(self) -> None:
+        """The attempt under the last in-progress put was refused and ran nothing."""
+
 
 class PowertoolsIdempotentRunner:
     def __init__(
@@ -287,6 +316,8 @@ class PowertoolsIdempotentRunner:
         claim: ClaimRequest | None = None,
     ) -> dict[str, Any]:
         self._watch.replaced_lapsed = False
+        if isinstance(self._watch, LapseWatchingClient):
+            self._watch.forget_last_put()
         if self._guarded is not None:
             self._guarded.claim = claim
 
@@ -297,13 +328,21 @@ class PowertoolsIdempotentRunner:
                 result = after_lapse() if after_lapse is not None and self._watch.replaced_lapsed else work()
             except OutcomeInDoubt as doubt:
                 raise _KeepInProgress(doubt) from doubt
+            except NotRecorded as refusal:
+                # A refused fact (a forgery with the real command's key and payload) that took over a
+                # lapsed record: the lapsed attempt's effect is still unknown, so the record stays in
+                # progress and the real redelivery goes to its check instead of running the tool again.
+                if self._watch.replaced_lapsed:
+                    raise _KeepInProgress(refusal) from refusal
+                self._watch.note_refused()
+                raise
             ran.append(result)
             return result
 
         try:
             stored = self._run(command=command.to_json_dict(), work=attempt)
         except _KeepInProgress as kept:
-            raise kept.doubt from kept.doubt.__cause__
+            raise kept.error from kept.error.__cause__
         except IdempotencyValidationError as error:
             raise KeyHeldByAnotherCommand(str(error)) from error
         # What ran here is returned as it was made; only a result read back from the store is unpacked.
@@ -311,12 +350,13 @@ class PowertoolsIdempotentRunner:
 
 
 class _KeepInProgress(BaseException):
-    """Carries an ``OutcomeInDoubt`` past Powertools, which deletes the in-progress record on any
-    ``Exception``: deleted, the next attempt would look fresh and run the work blindly again."""
+    """Carries an ``OutcomeInDoubt`` (or a refusal after a lapse) past Powertools, which deletes the
+    in-progress record on any ``Exception``: deleted, the next attempt would look fresh and run the work
+    blindly again."""
 
-    def __init__(self, doubt: OutcomeInDoubt) -> None:
-        super().__init__(str(doubt))
-        self.doubt = doubt
+    def __init__(self, error: OutcomeInDoubt | NotRecorded) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 PACKED = "intentbus_z"

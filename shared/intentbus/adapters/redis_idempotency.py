@@ -70,6 +70,10 @@ with warnings.catch_warnings():
             self._put_script = client.register_script(_PUT_IN_PROGRESS)
             self.replaced_lapsed = False
 
+        def note_refused(self) -> None:
+            """Unmarked here: a refused attempt whose release failed is, once lapsed, taken as an unknown
+            effect (checked, never rerun)."""
+
         def _get_expiry_timestamp(self) -> int:
             return int(super()._get_expiry_timestamp() + _clock_offset())
 
