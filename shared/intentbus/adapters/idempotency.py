@@ -89,8 +89,9 @@ class LapseWatchingClient:
         self._last_put = {"TableName": kwargs["TableName"], "Key": {"id": item["id"]}}
         return response
 
-    def forget_last_put(self) -> None:
-        """Before each command: a refusal marks only the record its own attempt put."""
+    def begin(self) -> None:
+        """Before each command: nothing replaced yet, and a refusal marks only its own attempt's record."""
+        self.replaced_lapsed = False
         self._last_put = None
 
     def note_refused(self) -> None:
@@ -238,9 +239,12 @@ class _LeaseContext:
 
 
 class LapseWatch(Protocol):
-    """Says whether the last in-progress put replaced a lapsed record (reset before each command)."""
+    """Says whether the last in-progress put replaced a lapsed record."""
 
     replaced_lapsed: bool
+
+    def begin(self) -> None:
+        """A new command's attempt starts: what the last one saw is forgotten."""
 
     def note_refused(self) -> None:
         """The attempt under the last in-progress put was refused and ran nothing."""
@@ -315,9 +319,7 @@ class PowertoolsIdempotentRunner:
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
     ) -> dict[str, Any]:
-        self._watch.replaced_lapsed = False
-        if isinstance(self._watch, LapseWatchingClient):
-            self._watch.forget_last_put()
+        self._watch.begin()
         if self._guarded is not None:
             self._guarded.claim = claim
 

@@ -70,6 +70,9 @@ with warnings.catch_warnings():
             self._put_script = client.register_script(_PUT_IN_PROGRESS)
             self.replaced_lapsed = False
 
+        def begin(self) -> None:
+            self.replaced_lapsed = False
+
         def note_refused(self) -> None:
             """Unmarked here: a refused attempt whose release failed is, once lapsed, taken as an unknown
             effect (checked, never rerun)."""
