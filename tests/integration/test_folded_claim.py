@@ -83,9 +83,8 @@ def request(seen_version: int = 0) -> ClaimRequest:
     )
 
 
-def test_one_read_and_one_transaction_claim_the_key_and_the_resource(env: Env) -> None:
-    env.start_run()
-    claim = request()
+def run_taking_the_claim(env: Env, claim: ClaimRequest) -> list[Claim | None]:
+    """Runs the command under ``claim`` (the calls logged from here); returns what the work's claim took."""
     made: list[Claim | None] = []
 
     def work() -> dict[str, Any]:
@@ -94,6 +93,13 @@ def test_one_read_and_one_transaction_claim_the_key_and_the_resource(env: Env) -
 
     env.log.clear()
     assert env.runner.run(command(), work, claim=claim) == {"scaled": True}
+    return made
+
+
+def test_one_read_and_one_transaction_claim_the_key_and_the_resource(env: Env) -> None:
+    env.start_run()
+
+    made = run_taking_the_claim(env, request())
 
     assert env.log.operations() == ["BatchGetItem", "TransactWriteItems", "UpdateItem"]
     assert made == [Claim(ClaimStatus.CLAIMED)]
@@ -104,14 +110,9 @@ def test_without_a_resource_the_key_is_claimed_by_one_plain_put(env: Env) -> Non
     env.start_run()
     claim = request()
     claim.resource = None
-    made: list[Claim | None] = []
 
-    def work() -> dict[str, Any]:
-        made.append(claim.take())
-        return {"scaled": True}
+    made = run_taking_the_claim(env, claim)
 
-    env.log.clear()
-    assert env.runner.run(command(), work, claim=claim) == {"scaled": True}
     assert env.log.operations() == ["BatchGetItem", "PutItem", "UpdateItem"]
     assert made == [Claim(ClaimStatus.CLAIMED)]
 
