@@ -27,3 +27,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 def _service_models_read_once() -> Iterator[None]:
     with shared_service_models():
         yield
+
+
+@pytest.fixture
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Credentials and a region that reach no account: moto (or a faked send) answers the calls."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")

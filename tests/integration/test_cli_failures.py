@@ -22,13 +22,7 @@ DESK = ["--table", "no-such-table", "--bus", "intentbus", "--tenant", "acme"]
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+def aws(fake_aws_credentials: None) -> Iterator[None]:
     with mock_aws():
         boto3.client("events").create_event_bus(Name="ingress")
         yield

@@ -36,13 +36,7 @@ def readme_example(heading: str = "## Writing a workflow") -> str:
 
 
 @pytest.fixture
-def orders_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+def orders_table(monkeypatch: pytest.MonkeyPatch, fake_aws_credentials: None) -> Iterator[Any]:
     monkeypatch.setenv("ORDERS_TABLE", TABLE)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")

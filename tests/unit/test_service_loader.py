@@ -15,13 +15,8 @@ from intentbus.adapters.service_loader import PlainJSONFileLoader, ServiceLoader
 
 
 @pytest.fixture(autouse=True)
-def _lambda_like(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }.items():
-        monkeypatch.setenv(name, value)
+def _lambda_like(fake_aws_credentials: None) -> None:
+    """Every client here is made with credentials and a region, as in a function."""
 
 
 @pytest.mark.parametrize("service", ["dynamodb", "events", "sqs", "s3", "bedrock-runtime"])
