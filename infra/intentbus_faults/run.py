@@ -266,17 +266,16 @@ def run_parallel(
     generation = max(1, workers * schedules_per_process)
     started = time.monotonic()
     forked = start_worker is None and _forks(target)
+    context = multiprocessing.get_context("fork" if forked else "spawn")
+    spawned = start_worker or functools.partial(_start_worker_harness, target)
+    initializer = _adopt_prepared_harness if forked else spawned
     with _prepared_for_fork(target) if forked else contextlib.nullcontext():
         # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
         for first in range(0, len(seeds), generation):
             in_generation = seeds[first : first + generation]
             chunks = [in_generation[i : i + chunk] for i in range(0, len(in_generation), chunk)]
             with ProcessPoolExecutor(
-                max_workers=min(workers, len(chunks)),
-                mp_context=multiprocessing.get_context("fork" if forked else "spawn"),
-                initializer=_adopt_prepared_harness
-                if forked
-                else start_worker or functools.partial(_start_worker_harness, target),
+                max_workers=min(workers, len(chunks)), mp_context=context, initializer=initializer
             ) as pool:
                 pending = {
                     pool.submit(run_chunk or _run_chunk, seeds_in_chunk, list(kinds)): seeds_in_chunk
