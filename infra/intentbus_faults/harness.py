@@ -40,6 +40,7 @@ from intentbus_faults.approver import Approver
 from intentbus_faults.calls import Call, CallLog, Proceed, recording
 from intentbus_faults.forge import Forger
 from intentbus_faults.invariants import (
+    Asked,
     Effect,
     Forged,
     Landing,
@@ -465,8 +466,7 @@ class FaultHarness:
         )
         self._observe_approvals(obs, store)
         for asked in self.tracker.model_calls:
-            obs.model_calls.setdefault(asked.key, []).append(asked.seq)
-            obs.model_askers.setdefault(asked.key, []).append(asked.sandbox)
+            obs.model_calls.setdefault(asked.key, []).append(Asked(asked.seq, asked.sandbox))
         self._observe_calls(obs)
         records = (
             tables.by_id(tables.scanned(ddb, topology.tables["IdempotencyTable"]))

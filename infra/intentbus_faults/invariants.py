@@ -53,7 +53,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from intentbus import facts
 from intentbus.adapters.idempotency import KEY_PREFIX
@@ -188,6 +188,14 @@ class RunView:
         ]
 
 
+class Asked(NamedTuple):
+    """One model call for a decision: its call sequence number, and which decide sandbox made it
+    (1 = the function's first cold start, 2 = the next, ...)."""
+
+    seq: int
+    sandbox: int
+
+
 @dataclass
 class Observation:
     seed: int
@@ -215,10 +223,8 @@ class Observation:
     """What the approval schedules' person did, per run."""
     approvals: dict[str, Approval] = field(default_factory=dict)
     """Approval id -> the approval item as it ended."""
-    model_calls: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    """(tenant, run, event type) -> the call sequence numbers at which an agent was asked to decide it."""
-    model_askers: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    """(tenant, run, event type) -> which decide sandbox asked, one per ``model_calls`` entry."""
+    model_calls: dict[tuple[str, str, str], list[Asked]] = field(default_factory=dict)
+    """(tenant, run, event type) -> each time an agent was asked to decide it, in call order."""
     decided_at: dict[tuple[str, str, str], int] = field(default_factory=dict)
     """(tenant, run, event type) -> the call sequence number of the write that recorded its decision."""
     forged: list[Forged] = field(default_factory=list)
@@ -581,8 +587,8 @@ def model_asked_once(obs: Observation) -> list[str]:
     violations: list[str] = []
     for key, recorded in obs.decided_at.items():
         calls = obs.model_calls.get(key, [])
-        askers = obs.model_askers.get(key, [])
-        after = [seq for seq in calls if seq > recorded]
+        askers = [asked.sandbox for asked in calls]
+        after = [asked.seq for asked in calls if asked.seq > recorded]
         asked_again = len(askers) - len(set(askers))
         if not calls or after or asked_again:
             tenant, run, event_type = key

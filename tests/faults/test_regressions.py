@@ -349,4 +349,4 @@ def test_a_decide_sandbox_lost_before_its_record_lets_the_next_one_ask_again(har
     assert result.statuses["fanout_reservation t9211-fan0/run-9211-fan0"] == "COMPLETED"
     assert result.observation is not None
     key = ("t9211-fan0", "run-9211-fan0", fanout_workflow.REQUESTED)
-    assert result.observation.model_askers[key] == [1, 2]
+    assert [asked.sandbox for asked in result.observation.model_calls[key]] == [1, 2]
