@@ -8,11 +8,14 @@ throttles a table's writes when an index cannot take its share).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from intentbus_local import seed
+from intentbus_local.cloud import LocalCloud
 from intentbus_local.template import load_template
 from tests.template_policies import TemplatePolicies
 
@@ -118,3 +121,23 @@ def test_the_workflows_own_tool_table_stays_on_demand_when_the_pipeline_provisio
 ) -> None:
     crm = deployed(cloudformation, PROVISIONED)["CrmTable"]["Properties"]
     assert crm["BillingMode"] == "PAY_PER_REQUEST"
+
+
+@pytest.mark.usefixtures("fake_aws_credentials")
+def test_a_provisioned_stack_deploys_on_the_local_cloud_and_runs_an_incident_to_its_end() -> None:
+    """The local cloud's tables take the capacity. moto's CloudFormation skips the scaling resources
+    (the translated-template tests above judge them) and neither scales nor throttles a table; the fault
+    harness's injected throttles stand in for a burst above the capacity."""
+    with LocalCloud(mode="inprocess", parameters={"TableBillingMode": "PROVISIONED"}) as cloud:
+        dynamodb = cloud.clients.dynamodb()
+        for logical_id in PIPELINE_TABLES:
+            table = dynamodb.describe_table(TableName=cloud.topology.tables[logical_id])["Table"]
+            assert table["BillingModeSummary"]["BillingMode"] == "PROVISIONED"
+            assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 5
+        seed.seed_service(cloud.clients)
+        seed.seed_metrics(cloud.clients)
+        event = seed.latency_event()
+        entry = {"Source": event["source"], "DetailType": event["type"], "Detail": json.dumps(event)}
+        cloud.put_events([entry])
+        cloud.run_until_idle(max_invocations=200)
+        assert seed.desired_count(cloud.clients) == 4  # the incident's recovery ran, once
