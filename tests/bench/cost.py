@@ -28,9 +28,10 @@ PutEvents by each entry's size in 64 KB chunks (plus the archive's bytes); SQS a
 message, and a receive and a delete per batch of ``LOAD_BATCH`` (per message at a trickle), each in
 64 KB chunks; X-Ray one trace per run, sampled as Lambda samples by default under load. Under load a
 mapping hands each invocation a batch of ``LOAD_BATCH`` records, so what comes once per invocation is
-shared by that many records: Lambda's request charge, and the log lines that are not a record's own
-(Lambda's START/END/REPORT and the metrics line, which grows by ``EMF_BYTES_PER_EXTRA_RECORD`` for
-each record it aggregates); billed duration stays the records' sum. The workflow's own tool calls
+shared by that many records: Lambda's request charge, the time of the calls made once a batch
+(``PER_BATCH_CALLS``: the batch's PutEvents) and the log lines that are not a record's own (Lambda's
+START/END/REPORT and the metrics line, which grows by ``EMF_BYTES_PER_EXTRA_RECORD`` for each record
+it aggregates); the rest of the billed duration stays the records' sum. The workflow's own tool calls
 (ECS, CloudWatch) are left out: any orchestrator makes them. A warm-up run first, so imports and
 first clients (a cold start, once per sandbox) are not counted.
 """
@@ -77,6 +78,9 @@ CALL_LATENCY_MS = {
     "s3": 20.0,
 }
 """Assumption: an in-region AWS call's round trip (single-digit ms for DynamoDB, AWS's stated figure)."""
+PER_BATCH_CALLS = frozenset({"events.PutEvents"})
+"""Calls a stage makes once per batch, not per record: a batch's facts are published together when its
+records are handled. Under load their latency and client-side work are shared by the batch's records."""
 BOTOCORE_CLIENT_MS = 0.45
 """botocore's own work per call (signing, serializing, parsing), measured with the HTTP send faked."""
 CHUNK = 64 * 1024
@@ -106,17 +110,22 @@ class _Invocations:
     """The handler's own CPU per invocation (its AWS calls taken out), by stage."""
     wait_ms: dict[str, list[float]] = field(default_factory=dict)
     """Assumed AWS latency plus botocore's client-side work, per invocation, by stage."""
+    batch_wait_ms: dict[str, list[float]] = field(default_factory=dict)
+    """The part of ``wait_ms`` spent in ``PER_BATCH_CALLS``."""
     records: Counter[str] = field(default_factory=Counter)
     message_chunks: int = 0
     """Each delivered message's body in 64 KB chunks (one SendMessage by EventBridge)."""
 
-    def modelled_ms(self, stage: str, share: float) -> list[int]:
-        """Billed milliseconds per invocation. A stage's first invocation in this cloud imports its
-        handler and makes its clients (a cold start): its CPU is taken as the stage's median."""
+    def modelled_ms(self, stage: str, share: float, batch: int = 1) -> list[int]:
+        """Billed milliseconds per invocation, or with ``batch`` records an invocation, per record (the
+        once-a-batch calls' time shared). A stage's first invocation in this cloud imports its handler
+        and makes its clients (a cold start): its CPU is taken as the stage's median."""
         cpu = self.cpu_ms[stage]
         warm = statistics.median(cpu[1:]) if len(cpu) > 1 else cpu[0]
         own = [warm, *cpu[1:]]
-        return [math.ceil(c * share + w) for c, w in zip(own, self.wait_ms[stage], strict=True)]
+        waits = zip(self.wait_ms[stage], self.batch_wait_ms[stage], strict=True)
+        shared = [w - b + b / batch for w, b in waits]
+        return [math.ceil(c * share + w) for c, w in zip(own, shared, strict=True)]
 
 
 class _CallClock:
@@ -126,6 +135,8 @@ class _CallClock:
         self.inside = 0.0
         self.latency_ms = 0.0
         self.calls = 0
+        self.batch_latency_ms = 0.0
+        self.batch_calls = 0
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         started = time.thread_time()
@@ -134,10 +145,13 @@ class _CallClock:
         finally:
             self.inside += time.thread_time() - started
             if call.service in PIPELINE_SERVICES:
+                name = f"{call.service}.{call.operation}"
+                latency = CALL_LATENCY_MS.get(name, CALL_LATENCY_MS[call.service])
                 self.calls += 1
-                self.latency_ms += CALL_LATENCY_MS.get(
-                    f"{call.service}.{call.operation}", CALL_LATENCY_MS[call.service]
-                )
+                self.latency_ms += latency
+                if name in PER_BATCH_CALLS:
+                    self.batch_calls += 1
+                    self.batch_latency_ms += latency
 
 
 @contextmanager
@@ -146,6 +160,7 @@ def _timed_invocations(clock: _CallClock, seen: _Invocations, share: float) -> I
 
     def invoke(self: LambdaRuntime, logical_id: str, event: Mapping[str, Any]) -> Invocation:
         clock.inside, clock.latency_ms, clock.calls = 0.0, 0.0, 0
+        clock.batch_latency_ms, clock.batch_calls = 0.0, 0
         started = time.thread_time()
         invocation = original(self, logical_id, event)
         own = time.thread_time() - started - clock.inside
@@ -154,6 +169,8 @@ def _timed_invocations(clock: _CallClock, seen: _Invocations, share: float) -> I
             seen.cpu_ms.setdefault(stage, []).append(own * 1000)
             waited = clock.calls * BOTOCORE_CLIENT_MS * share + clock.latency_ms
             seen.wait_ms.setdefault(stage, []).append(waited)
+            batch_waited = clock.batch_calls * BOTOCORE_CLIENT_MS * share + clock.batch_latency_ms
+            seen.batch_wait_ms.setdefault(stage, []).append(batch_waited)
             seen.records[stage] += len(event["Records"])
             for record in event["Records"]:
                 seen.message_chunks += _chunks(len(record["body"].encode()))
@@ -253,6 +270,8 @@ def measure_cost() -> dict[str, object]:
     invocations = sum(len(v) for v in modelled.values())
     billed_ms = sum(sum(v) for v in modelled.values())
     gb_seconds = billed_ms / 1000 * memory_mb / 1024
+    billed_ms_at_load = sum(sum(seen.modelled_ms(stage, share, LOAD_BATCH)) for stage in seen.cpu_ms)
+    gb_seconds_at_load = billed_ms_at_load / 1000 * memory_mb / 1024
     put_event_chunks = sum(_chunks(_entry_size(entry)) for entry in entries)
     archived_bytes = sum(_entry_size(entry) for entry in entries)
     runs = 1
@@ -271,6 +290,7 @@ def measure_cost() -> dict[str, object]:
         "dynamodb_transactional_items": usage.transactional_items / steps,
         "lambda_invocations": invocations / steps,
         "lambda_ms_modelled": billed_ms / steps,
+        "lambda_ms_modelled_at_load": billed_ms_at_load / steps,
         "log_bytes": log_bytes / steps,
         "log_bytes_per_invocation_lines": invocation_log_bytes / steps,
         "log_bytes_at_load": log_bytes_at_load / steps,
@@ -291,7 +311,7 @@ def measure_cost() -> dict[str, object]:
     }
     at_load = by_service | {
         "lambda": records / LOAD_BATCH * prices.LAMBDA_PER_REQUEST
-        + gb_seconds * prices.LAMBDA_ARM64_PER_GB_SECOND,
+        + gb_seconds_at_load * prices.LAMBDA_ARM64_PER_GB_SECOND,
         "sqs": seen.message_chunks * (1 + 2 / LOAD_BATCH) * prices.SQS_PER_REQUEST,
         "cloudwatch_logs": log_bytes_at_load / 1e9 * prices.LOGS_PER_GB_INGESTED,
         "xray": runs * LOAD_TRACE_SAMPLING * prices.XRAY_PER_TRACE,
