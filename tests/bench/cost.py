@@ -3,11 +3,15 @@
 ``measure_cost() -> dict[str, object]``, for ``.bench/results.json`` under ``cost``:
 
 * ``per_million_steps_usd``: intentbus's charges per million steps under sustained load (a step: one
-  command through the five stages; the incident run makes 4), ``by_service_usd`` the same by service;
-  ``per_million_steps_usd_at_a_trickle`` (and its ratio) when every message travels alone and every
-  run is traced;
+  command through the five stages; the incident run makes 4) as the template deploys by default
+  (tables on demand), ``by_service_usd`` the same by service; ``per_million_steps_usd_at_a_trickle``
+  (and its ratio) when every message travels alone and every run is traced;
 * ``ratio_sfn_standard``: that against Step Functions Standard running the same five states per step
   (5 transitions and 5 Lambda requests per step; its Lambda duration left out, in its favour);
+* ``per_million_steps_usd_provisioned`` and ``ratio_sfn_standard_provisioned``: the same load with
+  ``TableBillingMode=PROVISIONED``: the same units, billed as capacity-hours at
+  ``provisioned_utilisation`` (auto scaling's target); its minimum capacity, billed while idle, is
+  ``idle_monthly_usd.provisioned_minimum_capacity`` (not in that section's ``total``, the default's);
 * ``alternatives_usd``: Step Functions Standard and Express and Lambda durable functions per million
   steps, with ``alternatives_limits`` (what each cannot do);
 * ``per_step``: the measured figures behind it (DynamoDB write and read units, index writes, modelled
@@ -22,9 +26,14 @@ scaled to the 512 MB function's share of a vCPU, plus an assumed in-region laten
 (``CALL_LATENCY_MS``); logs as the bytes the functions wrote, Lambda's START/END/REPORT lines included;
 PutEvents by each entry's size in 64 KB chunks (plus the archive's bytes); SQS as one send per
 message, and a receive and a delete per batch of ``LOAD_BATCH`` (per message at a trickle), each in
-64 KB chunks; X-Ray one trace per run, sampled as Lambda samples by default under load. The
-workflow's own tool calls (ECS, CloudWatch) are left out: any orchestrator makes them. A warm-up run
-first, so imports and first clients (a cold start, once per sandbox) are not counted.
+64 KB chunks; X-Ray one trace per run, sampled as Lambda samples by default under load. Under load a
+mapping hands each invocation a batch of ``LOAD_BATCH`` records, so what comes once per invocation is
+shared by that many records: Lambda's request charge, the time of the calls made once a batch
+(``PER_BATCH_CALLS``: the batch's PutEvents) and the log lines that are not a record's own (Lambda's
+START/END/REPORT and the metrics line, which grows by ``EMF_BYTES_PER_EXTRA_RECORD`` for each record
+it aggregates); the rest of the billed duration stays the records' sum. The workflow's own tool calls
+(ECS, CloudWatch) are left out: any orchestrator makes them. A warm-up run first, so imports and
+first clients (a cold start, once per sandbox) are not counted.
 """
 
 from __future__ import annotations
@@ -69,6 +78,9 @@ CALL_LATENCY_MS = {
     "s3": 20.0,
 }
 """Assumption: an in-region AWS call's round trip (single-digit ms for DynamoDB, AWS's stated figure)."""
+PER_BATCH_CALLS = frozenset({"events.PutEvents"})
+"""Calls a stage makes once per batch, not per record: a batch's facts are published together when its
+records are handled. Under load their latency and client-side work are shared by the batch's records."""
 BOTOCORE_CLIENT_MS = 0.45
 """botocore's own work per call (signing, serializing, parsing), measured with the HTTP send faked."""
 CHUNK = 64 * 1024
@@ -78,6 +90,13 @@ batches of the template's BatchSize, 10; one by one at a trickle."""
 LOAD_TRACE_SAMPLING = 0.05
 """Lambda's default X-Ray sampling under load: the first request each second and 5% of the rest; a
 run's later stages follow its first one's decision."""
+EMF_BYTES_PER_EXTRA_RECORD = 16
+"""The metrics line of a batch: one more latency value and one more count per metric for each further
+record (``12.345,`` and ``1.0,`` twice)."""
+PROVISIONED_UTILISATION = 0.70
+"""Assumption: with TableBillingMode PROVISIONED, auto scaling keeps the capacity in use at its target
+(the template's default TableTargetUtilization, 70%) on average under sustained load; the headroom is
+billed all the same."""
 SFN_TRANSITIONS_PER_STEP = 5
 EXPRESS_MEMORY_GB = 64 / 1024
 """Express bills memory in 64 MB chunks; a five-state workflow with small payloads needs one."""
@@ -91,17 +110,22 @@ class _Invocations:
     """The handler's own CPU per invocation (its AWS calls taken out), by stage."""
     wait_ms: dict[str, list[float]] = field(default_factory=dict)
     """Assumed AWS latency plus botocore's client-side work, per invocation, by stage."""
+    batch_wait_ms: dict[str, list[float]] = field(default_factory=dict)
+    """The part of ``wait_ms`` spent in ``PER_BATCH_CALLS``."""
     records: Counter[str] = field(default_factory=Counter)
     message_chunks: int = 0
     """Each delivered message's body in 64 KB chunks (one SendMessage by EventBridge)."""
 
-    def modelled_ms(self, stage: str, share: float) -> list[int]:
-        """Billed milliseconds per invocation. A stage's first invocation in this cloud imports its
-        handler and makes its clients (a cold start): its CPU is taken as the stage's median."""
+    def modelled_ms(self, stage: str, share: float, batch: int = 1) -> list[int]:
+        """Billed milliseconds per invocation, or with ``batch`` records an invocation, per record (the
+        once-a-batch calls' time shared). A stage's first invocation in this cloud imports its handler
+        and makes its clients (a cold start): its CPU is taken as the stage's median."""
         cpu = self.cpu_ms[stage]
         warm = statistics.median(cpu[1:]) if len(cpu) > 1 else cpu[0]
         own = [warm, *cpu[1:]]
-        return [math.ceil(c * share + w) for c, w in zip(own, self.wait_ms[stage], strict=True)]
+        waits = zip(self.wait_ms[stage], self.batch_wait_ms[stage], strict=True)
+        shared = [w - b + b / batch for w, b in waits]
+        return [math.ceil(c * share + w) for c, w in zip(own, shared, strict=True)]
 
 
 class _CallClock:
@@ -111,6 +135,8 @@ class _CallClock:
         self.inside = 0.0
         self.latency_ms = 0.0
         self.calls = 0
+        self.batch_latency_ms = 0.0
+        self.batch_calls = 0
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         started = time.thread_time()
@@ -119,10 +145,13 @@ class _CallClock:
         finally:
             self.inside += time.thread_time() - started
             if call.service in PIPELINE_SERVICES:
+                name = f"{call.service}.{call.operation}"
+                latency = CALL_LATENCY_MS.get(name, CALL_LATENCY_MS[call.service])
                 self.calls += 1
-                self.latency_ms += CALL_LATENCY_MS.get(
-                    f"{call.service}.{call.operation}", CALL_LATENCY_MS[call.service]
-                )
+                self.latency_ms += latency
+                if name in PER_BATCH_CALLS:
+                    self.batch_calls += 1
+                    self.batch_latency_ms += latency
 
 
 @contextmanager
@@ -131,6 +160,7 @@ def _timed_invocations(clock: _CallClock, seen: _Invocations, share: float) -> I
 
     def invoke(self: LambdaRuntime, logical_id: str, event: Mapping[str, Any]) -> Invocation:
         clock.inside, clock.latency_ms, clock.calls = 0.0, 0.0, 0
+        clock.batch_latency_ms, clock.batch_calls = 0.0, 0
         started = time.thread_time()
         invocation = original(self, logical_id, event)
         own = time.thread_time() - started - clock.inside
@@ -139,6 +169,8 @@ def _timed_invocations(clock: _CallClock, seen: _Invocations, share: float) -> I
             seen.cpu_ms.setdefault(stage, []).append(own * 1000)
             waited = clock.calls * BOTOCORE_CLIENT_MS * share + clock.latency_ms
             seen.wait_ms.setdefault(stage, []).append(waited)
+            batch_waited = clock.batch_calls * BOTOCORE_CLIENT_MS * share + clock.batch_latency_ms
+            seen.batch_wait_ms.setdefault(stage, []).append(batch_waited)
             seen.records[stage] += len(event["Records"])
             for record in event["Records"]:
                 seen.message_chunks += _chunks(len(record["body"].encode()))
@@ -180,10 +212,33 @@ def _raw_dynamodb(cloud: LocalCloud) -> Callable[[str, dict[str, Any]], Any]:
     return lambda operation, params: unrecorded(client, operation, params)
 
 
-def _log_bytes(cloud: LocalCloud, logical_ids: list[str]) -> int:
+def _log_sizes(cloud: LocalCloud) -> dict[str, int]:
     runtime = cloud._runtime  # the log files Lambda would ship to CloudWatch Logs
     assert runtime is not None
-    return sum(runtime.log_path(logical_id).stat().st_size for logical_id in logical_ids)
+    paths = {logical_id: runtime.log_path(logical_id) for logical_id in STAGES}
+    return {logical_id: path.stat().st_size if path.exists() else 0 for logical_id, path in paths.items()}
+
+
+def _log_bytes(cloud: LocalCloud, since: Mapping[str, int]) -> tuple[int, int, int]:
+    """What the stages logged after the offsets ``since``: (every line, the lines that come once per
+    invocation — Lambda's START/END/REPORT and the metrics line —, the metrics lines alone)."""
+    runtime = cloud._runtime
+    assert runtime is not None
+    total = per_invocation = metrics = 0
+    for logical_id, offset in since.items():
+        with runtime.log_path(logical_id).open("rb") as log:
+            log.seek(offset)
+            for line in log:
+                total += len(line)
+                if line.startswith(_PLATFORM_LINES):
+                    per_invocation += len(line)
+                elif line.startswith(b'{"_aws":'):
+                    per_invocation += len(line)
+                    metrics += 1
+    return total, per_invocation, metrics
+
+
+_PLATFORM_LINES = (b"START RequestId: ", b"END RequestId: ", b"REPORT RequestId: ")
 
 
 def measure_cost() -> dict[str, object]:
@@ -195,10 +250,10 @@ def measure_cost() -> dict[str, object]:
         memory_mb = functions["ExecuteFunction"].memory_size
         share = max(1.0, prices.LAMBDA_MB_PER_VCPU / memory_mb)
         meter = CapacityMeter(_raw_dynamodb(cloud), cloud.topology.tables.values())
-        logs_before = _log_bytes(cloud, [f for f in STAGES if cloud._runtime.log_path(f).exists()])  # type: ignore[union-attr]
+        logs_before = _log_sizes(cloud)
         with _timed_invocations(clock, seen, share), recording(log, interceptors=(clock, meter)):
             _incident(cloud)
-        log_bytes = _log_bytes(cloud, list(STAGES)) - logs_before
+        log_bytes, invocation_log_bytes, metrics_lines = _log_bytes(cloud, logs_before)
         stored = sum(_stored_bytes(_raw_dynamodb(cloud), name) for name in cloud.topology.tables.values())
         tables = {name: logical for logical, name in cloud.topology.tables.items()}
     steps = seen.records["record"]
@@ -215,9 +270,18 @@ def measure_cost() -> dict[str, object]:
     invocations = sum(len(v) for v in modelled.values())
     billed_ms = sum(sum(v) for v in modelled.values())
     gb_seconds = billed_ms / 1000 * memory_mb / 1024
+    billed_ms_at_load = sum(sum(seen.modelled_ms(stage, share, LOAD_BATCH)) for stage in seen.cpu_ms)
+    gb_seconds_at_load = billed_ms_at_load / 1000 * memory_mb / 1024
     put_event_chunks = sum(_chunks(_entry_size(entry)) for entry in entries)
     archived_bytes = sum(_entry_size(entry) for entry in entries)
     runs = 1
+    records = sum(seen.records.values())
+    # Under load: a batch's records share one invocation's lines (its metrics line a little longer).
+    log_bytes_at_load = (
+        log_bytes
+        - invocation_log_bytes * (1 - 1 / LOAD_BATCH)
+        + metrics_lines * EMF_BYTES_PER_EXTRA_RECORD * (1 - 1 / LOAD_BATCH)
+    )
     per_step = {
         "dynamodb_write_units_table": usage.table_write_units / steps,
         "dynamodb_write_units_indexes": usage.index_write_units / steps,
@@ -226,7 +290,10 @@ def measure_cost() -> dict[str, object]:
         "dynamodb_transactional_items": usage.transactional_items / steps,
         "lambda_invocations": invocations / steps,
         "lambda_ms_modelled": billed_ms / steps,
+        "lambda_ms_modelled_at_load": billed_ms_at_load / steps,
         "log_bytes": log_bytes / steps,
+        "log_bytes_per_invocation_lines": invocation_log_bytes / steps,
+        "log_bytes_at_load": log_bytes_at_load / steps,
         "put_events_entries": len(entries) / steps,
         "put_events_chunks": put_event_chunks / steps,
         "sqs_messages": sum(seen.records.values()) / steps,
@@ -243,16 +310,31 @@ def measure_cost() -> dict[str, object]:
         "xray": runs * prices.XRAY_PER_TRACE,
     }
     at_load = by_service | {
+        "lambda": records / LOAD_BATCH * prices.LAMBDA_PER_REQUEST
+        + gb_seconds_at_load * prices.LAMBDA_ARM64_PER_GB_SECOND,
         "sqs": seen.message_chunks * (1 + 2 / LOAD_BATCH) * prices.SQS_PER_REQUEST,
+        "cloudwatch_logs": log_bytes_at_load / 1e9 * prices.LOGS_PER_GB_INGESTED,
         "xray": runs * LOAD_TRACE_SAMPLING * prices.XRAY_PER_TRACE,
+    }
+    provisioned = at_load | {
+        "dynamodb": provisioned_dynamodb_usd(
+            usage.table_write_units + usage.index_write_units, usage.total_read_units
+        )
     }
     by_service_per_million = {name: round(v / steps * 1e6, 2) for name, v in at_load.items()}
     total = sum(at_load.values()) / steps * 1e6
+    total_provisioned = sum(provisioned.values()) / steps * 1e6
     one_by_one = sum(by_service.values()) / steps * 1e6
     alternatives = _alternatives(per_step, memory_mb)
     return {
         "per_million_steps_usd": round(total, 2),
         "ratio_sfn_standard": round(total / alternatives["step_functions_standard"], 3),
+        "per_million_steps_usd_provisioned": round(total_provisioned, 2),
+        "ratio_sfn_standard_provisioned": round(
+            total_provisioned / alternatives["step_functions_standard"], 3
+        ),
+        "dynamodb_usd_provisioned": round(provisioned["dynamodb"] / steps * 1e6, 2),
+        "provisioned_utilisation": PROVISIONED_UTILISATION,
         "per_million_steps_usd_at_a_trickle": round(one_by_one, 2),
         "ratio_sfn_standard_at_a_trickle": round(one_by_one / alternatives["step_functions_standard"], 3),
         "by_service_usd": by_service_per_million,
@@ -283,6 +365,14 @@ def measure_cost() -> dict[str, object]:
         "storage_gb_per_million_steps": round(stored / steps * 1e6 / 1e9, 2),
         "lambda_memory_mb": memory_mb,
     }
+
+
+def provisioned_dynamodb_usd(write_units: float, read_units: float) -> float:
+    """The same units on provisioned capacity: a unit used for one second takes a capacity unit's
+    second, and auto scaling keeps ``PROVISIONED_UTILISATION`` of what it provisions in use."""
+    per_write_unit = prices.DYNAMODB_PER_WCU_HOUR / 3600 / PROVISIONED_UTILISATION
+    per_read_unit = prices.DYNAMODB_PER_RCU_HOUR / 3600 / PROVISIONED_UTILISATION
+    return write_units * per_write_unit + read_units * per_read_unit
 
 
 def _logical(where: str, tables: Mapping[str, str]) -> str:

@@ -4,6 +4,10 @@ Read from template.yaml with its default parameters (a resource under a conditio
 default is left out): CloudWatch alarms (billed per metric each evaluates), dashboards, KMS keys,
 the scheduled functions' invocations, the SQS mappings' empty long polls, and the expiry sweep's
 custom metrics and index queries. ``total`` is their sum, before any free tier.
+
+``provisioned_minimum_capacity`` (not in ``total``): what the minimum capacity of each table and index
+costs per month with ``TableBillingMode=PROVISIONED`` and the template's default minimums, billed
+whether any step runs or not.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours)\)")
 
 
 def idle_monthly(template: Path) -> dict[str, float]:
-    resources = _default_resources(read_sam(template)["Resources"])
-    memory = int(read_sam(template).get("Globals", {}).get("Function", {}).get("MemorySize", 128))
+    sam = read_sam(template)
+    resources = _default_resources(sam["Resources"])
+    memory = int(sam.get("Globals", {}).get("Function", {}).get("MemorySize", 128))
     typed = list(resources.values())
     alarms = sum(_alarm_metrics(r["Properties"]) for r in typed if r["Type"] == "AWS::CloudWatch::Alarm")
     dashboards = sum(1 for r in typed if r["Type"] == "AWS::CloudWatch::Dashboard")
@@ -64,11 +69,30 @@ def idle_monthly(template: Path) -> dict[str, float]:
         "sweep_index_queries": sweeps * SWEEP_QUERIES * 0.5 * prices.DYNAMODB_PER_READ_UNIT,
     }
     figures["total"] = sum(figures.values())
+    figures["provisioned_minimum_capacity"] = _minimum_capacity_monthly(sam)
     return {name: round(value, 2) for name, value in figures.items()} | {
         "alarm_metrics": alarms,
         "scheduled_invocations": schedules,
         "sqs_mappings": mappings,
     }
+
+
+def _minimum_capacity_monthly(sam: Mapping[str, Any]) -> float:
+    """The scalable targets' minimum capacity (their parameters' defaults), per capacity-unit hour."""
+    defaults = {name: spec.get("Default") for name, spec in sam.get("Parameters", {}).items()}
+    hours = SECONDS_PER_MONTH / 3600
+    total = 0.0
+    for resource in sam["Resources"].values():
+        if resource["Type"] != "AWS::ApplicationAutoScaling::ScalableTarget":
+            continue
+        properties = resource["Properties"]
+        if properties["ServiceNamespace"] != "dynamodb":
+            continue
+        minimum = properties["MinCapacity"]
+        units = float(defaults[minimum["Ref"]] if isinstance(minimum, Mapping) else minimum)
+        writes = str(properties["ScalableDimension"]).endswith("WriteCapacityUnits")
+        total += units * hours * (prices.DYNAMODB_PER_WCU_HOUR if writes else prices.DYNAMODB_PER_RCU_HOUR)
+    return total
 
 
 def _default_resources(resources: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -32,6 +32,9 @@ SQS_PER_REQUEST = 0.40 / MILLION
 # DynamoDB on demand (the November 2024 price)
 DYNAMODB_PER_WRITE_UNIT = 0.625 / MILLION
 DYNAMODB_PER_READ_UNIT = 0.125 / MILLION
+# DynamoDB provisioned capacity, per capacity unit and hour (aws.amazon.com/dynamodb/pricing/provisioned/)
+DYNAMODB_PER_WCU_HOUR = 0.00065
+DYNAMODB_PER_RCU_HOUR = 0.00013
 DYNAMODB_PER_GB_MONTH = 0.25
 DYNAMODB_PITR_PER_GB_MONTH = 0.20
 

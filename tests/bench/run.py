@@ -51,6 +51,7 @@ SECTIONS: tuple[tuple[str, Callable[[], Mapping[str, Any]]], ...] = (
 
 SECTION_GOALS: tuple[tuple[str, str, str, float], ...] = (
     ("cost", "ratio_sfn_standard", "<=", 0.15),
+    ("cost", "ratio_sfn_standard_provisioned", "<=", 0.15),
     ("local", "inputs_per_second", ">=", 30.0),
     ("local", "scaling", "<=", 1.3),
     ("faults", "schedules_per_second", ">=", 10.0),

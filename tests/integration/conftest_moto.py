@@ -37,6 +37,7 @@ from intentbus.runtime import (
 from intentbus.stages.common import StageCore
 from intentbus.testing import route
 from intentbus_local.template import LocalTemplate, load_template
+from tests.template_policies import TemplatePolicies
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -99,8 +100,12 @@ def _template() -> LocalTemplate:
 
 
 def create_table_from_template(dynamodb: Any, logical_id: str, name: str) -> str:
-    """Creates a table exactly as template.yaml declares it: keys, indexes, TTL."""
-    properties = _template().cloudformation["Resources"][logical_id]["Properties"]
+    """Creates a table exactly as template.yaml declares it with its default parameters: keys, indexes,
+    capacity mode, TTL."""
+    cloudformation = _template().cloudformation
+    properties = TemplatePolicies(cloudformation).resolve(
+        cloudformation["Resources"][logical_id]["Properties"]
+    )
     dynamodb.create_table(
         TableName=name,
         **{key: properties[key] for key in _TABLE_KEYS if key in properties},

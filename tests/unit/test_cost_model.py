@@ -6,8 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from intentbus_faults.calls import Call
+from tests.bench import prices
 from tests.bench.capacity import CapacityMeter, item_size, read_units, write_units
+from tests.bench.cost import PROVISIONED_UTILISATION, provisioned_dynamodb_usd
 from tests.bench.idle import idle_monthly
 
 TABLE = {
@@ -93,3 +97,22 @@ def test_idle_costs_are_read_from_the_template() -> None:
     assert idle["alarm_metrics"] >= 14
     parts = ("alarms", "dashboards", "kms_keys", "scheduled_functions", "idle_sqs_polls")
     assert idle["total"] >= sum(idle[part] for part in parts)
+
+
+def test_provisioned_capacity_bills_the_units_used_plus_the_headroom_auto_scaling_keeps() -> None:
+    # A million write units spread over time hold capacity-seconds; auto scaling provisions 1/0.7 of it.
+    writes = provisioned_dynamodb_usd(1_000_000, 0)
+    assert writes == pytest.approx(1_000_000 / 3600 * prices.DYNAMODB_PER_WCU_HOUR / PROVISIONED_UTILISATION)
+    assert 0.4 < writes / (1_000_000 * prices.DYNAMODB_PER_WRITE_UNIT) < 0.45  # ~41% of on demand
+    reads = provisioned_dynamodb_usd(0, 1_000_000)
+    assert 0.4 < reads / (1_000_000 * prices.DYNAMODB_PER_READ_UNIT) < 0.45
+
+
+def test_the_provisioned_minimum_capacity_is_priced_per_scaled_table_and_index() -> None:
+    idle = idle_monthly(Path(__file__).resolve().parents[2] / "template.yaml")
+    # Five scaled targets (the workflow table, its three indexes, the idempotency table), each at the
+    # default minimum of 5 read and 5 write units, for a 30-day month; none of it in the default's total.
+    per_target = 5 * 720 * (prices.DYNAMODB_PER_WCU_HOUR + prices.DYNAMODB_PER_RCU_HOUR)
+    assert idle["provisioned_minimum_capacity"] == round(5 * per_target, 2)
+    parts = ("alarms", "dashboards", "kms_keys", "scheduled_functions", "idle_sqs_polls")
+    assert idle["total"] < sum(idle[part] for part in parts) + idle["provisioned_minimum_capacity"]
