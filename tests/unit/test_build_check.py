@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Literal
@@ -14,7 +17,7 @@ from intentbus_build import check as build_check
 from intentbus_build.built_template import BuildError, read_build
 from intentbus_build.elf import machine_of
 from intentbus_build.lambda_python import ARCHITECTURES, RUNTIME_SDK
-from intentbus_build.layer import PLATFORMS
+from intentbus_build.layer import PLATFORMS, compile_for_lambda
 from intentbus_build.layer_requirements import pins
 from intentbus_local.template import read_sam
 
@@ -356,6 +359,34 @@ def test_the_layer_installs_pips_resolution_less_the_runtimes_sdk() -> None:
 
     assert pins(report) == ["aws-lambda-powertools==3.37.0", "pydantic-core==2.50.5", "wrapt==2.5.2"]
     assert {"boto3", "botocore", "s3transfer"} <= RUNTIME_SDK
+
+
+def test_the_layer_runs_from_its_bytecode_whatever_zipping_did_to_its_file_times(tmp_path: Path) -> None:
+    """Lambda cannot write bytecode into a layer (/opt is read-only): a module without it is compiled at
+    every cold start, and so is one whose timestamp-checked bytecode a zip's two-second times made stale.
+    The built layer's bytecode is used as it is: here, after the source changed size and time."""
+    layer = tmp_path / "python"
+    write(layer / "shipped" / "__init__.py", b"")
+    module = write(layer / "shipped" / "module.py", b'ORIGIN = "bytecode"\n')
+    stale = write(layer / "shipped" / "__pycache__" / f"module.{sys.implementation.cache_tag}.pyc", b"old")
+
+    assert compile_for_lambda(layer) is True
+    module.write_bytes(b'ORIGIN = "compiled again at import"\n')
+    os.utime(module, (1, 1))
+    imported = subprocess.run(
+        [sys.executable, "-c", "import shipped.module as m; print(m.ORIGIN)"],
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(layer),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert imported.stdout.strip() == "bytecode"
+    assert stale.read_bytes() != b"old"
 
 
 # ---------------------------------------------------------------------- the template
