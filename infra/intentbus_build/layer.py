@@ -67,11 +67,11 @@ def compile_for_lambda(target: Path) -> bool:
     (and nothing compiled) when this Python is not the runtime's version, whose bytecode Lambda ignores.
 
     Lambda's /opt is read-only, so a module without bytecode is compiled from its source at every cold
-    start (the intentbus package alone, copied without any: over 100 ms of each stage's), and a
-    timestamp-checked ``.pyc`` (pip's kind) is stale, hence recompiled every time too, whenever zipping
-    the layer moved its source's modification time (a zip keeps times to two seconds). Unchecked-hash
-    ``.pyc`` files record no time and are not checked against the source: right for a layer, which is
-    never edited in place."""
+    start (the intentbus package alone, copied without any: ~45-55 ms of each stage's), and a
+    timestamp-checked ``.pyc`` (pip's kind) is stale, hence compiled again every time too, whenever the
+    source's time it recorded did not survive zipping the layer (a zip keeps times to two seconds).
+    Unchecked-hash ``.pyc`` files record no time and are not checked against the source: right for a
+    layer, which is never edited in place."""
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     if running != PYTHON_VERSION:
         print(

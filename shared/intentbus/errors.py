@@ -4,11 +4,10 @@ Malformed input goes to quarantine; everything else is retried."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import BaseModel, ValidationError
-
-from intentbus.validation_errors import problems
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 
 class IntentbusError(Exception):
@@ -36,6 +35,8 @@ class MalformedInput(IntentbusError):
 
         Told without the input (``intentbus.validation_errors``): the reason is logged and traced, and
         the input may be a model's answer or a producer's sensitive field."""
+        from intentbus.validation_errors import problems  # only a refused input needs it
+
         found = problems(error, model)
         told = "; ".join(
             f"{where}: {problem.message}" if (where := problem.where(prefix)) else problem.message

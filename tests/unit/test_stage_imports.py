@@ -3,7 +3,8 @@
 The five entries are imported in one fresh interpreter, as Lambda imports each. Two regressions cost tens of
 milliseconds each and show nowhere else: boto3 (with s3transfer) where botocore serves, and Powertools'
 parser models for every other event source, which Powertools' batch utility imports whenever pydantic
-is already loaded when it is first imported (``utilities/batch/types.py``).
+is already loaded when it is first imported (``utilities/batch/types.py``). Nor does it import what only a
+refused input needs (the validation-error reader).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ NEVER_AT_IMPORT = (
     "aws_lambda_powertools.utilities.parser.models.kafka",
     "intentbus.cloudevent",
     "intentbus.workflows",
+    "intentbus.validation_errors",
 )
 
 _PROBE = """
