@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
-from intentbus_local import unsigned
+from intentbus_local import direct_calls, unsigned
 from intentbus_local.backend import InProcessMoto
 
 REGION = "us-east-1"
@@ -42,8 +42,11 @@ def in_process() -> Iterator[None]:
 
 
 def test_a_client_of_the_in_process_cloud_sends_no_signature_and_moto_answers_as_before(
-    in_process: None,
+    in_process: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The pipeline's calls are answered before any request is built (direct_calls); a request that
+    # is still sent, as here with that path off, goes unsigned.
+    monkeypatch.setattr(direct_calls, "_running", [0])
     sqs = _session().client("sqs")
     sent = _authorization_headers(sqs)
 
