@@ -6,7 +6,8 @@ JSON (provision.py), and PyYAML took ~0.4 s of a local cloud's start-up (a fifth
 parent) to read it. CloudFormation reads a JSON template as JSON; so does this: a template whose text
 is a JSON object is ``json.loads``-ed, anything else goes through moto's own code. For a template that
 json.dumps wrote the two readings agree (tests/integration/test_stack_template.py); where they could
-differ (YAML 1.1 reads ``1e-05`` as a string), JSON's is CloudFormation's.
+differ (YAML 1.1 reads ``1e-05`` as a string), JSON's is CloudFormation's. UPSTREAM.md offers it
+to moto.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Decoding template.yaml (cfn-lint's YAML loader) and SAM's translation took ~0.9 
 start of a local cloud, for the same answer each time the template had not changed. An entry's key is
 the sha256 of the step's name, the version of the library doing it and its whole input (the template's
 text; the decoded template and the region), so an edit or an upgrade is a new entry, never a stale
-one. Best effort: a cache that cannot be read or written is the step done anew. The folder is
-``$INTENTBUS_CACHE_DIR``, else ``$XDG_CACHE_HOME/intentbus``, else ``~/.cache/intentbus``.
+one. Best effort: a cache that cannot be read or written is the step done anew; the newest 64
+entries are kept. The folder is ``$INTENTBUS_CACHE_DIR``, else ``$XDG_CACHE_HOME/intentbus``, else
+``~/.cache/intentbus``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 CACHE_DIR_ENV = "INTENTBUS_CACHE_DIR"
+KEPT_ENTRIES = 64
 
 
 def cache_dir() -> Path:
@@ -53,4 +55,12 @@ def cached_json(step: str, distribution: str, source: str, compute: Callable[[],
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             json.dump(value, out)
         os.replace(temporary, path)  # whole or absent: a concurrent reader never sees half of it
+        _prune(path.parent)
     return value
+
+
+def _prune(folder: Path) -> None:
+    """Keeps the newest ``KEPT_ENTRIES``: edited templates (tests write many) leave old entries behind."""
+    entries = sorted(folder.glob("*.json"), key=lambda entry: entry.stat().st_mtime, reverse=True)
+    for stale in entries[KEPT_ENTRIES:]:
+        stale.unlink(missing_ok=True)

@@ -70,3 +70,11 @@ def test_a_damaged_entry_is_computed_again_and_an_unwritable_folder_only_costs_t
     blocked.write_text("")
     monkeypatch.setenv(template_cache.CACHE_DIR_ENV, str(blocked / "cache"))
     assert read_sam(path) == expected
+
+
+def test_only_the_newest_entries_are_kept(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(template_cache, "KEPT_ENTRIES", 2)
+    for number in range(4):
+        template_cache.cached_json("step", "pytest", str(number), lambda: {"n": 1})
+
+    assert len(list(cache.glob("*.json"))) == 2
