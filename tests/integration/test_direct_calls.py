@@ -148,8 +148,7 @@ def test_a_call_answered_directly_sees_what_moto_answers_over_http(
 
     monkeypatch.setattr(direct_calls, "_dispatch", counted)
 
-    with monkeypatch.context() as over_http:
-        over_http.setattr(direct_calls, "_running", [0])
+    with direct_calls.over_http():
         expected = _comparable(_calls(clients, "A"), "A")
     assert answered == []
     got = _comparable(_calls(clients, "B"), "B")
@@ -176,9 +175,6 @@ def test_no_http_request_is_built_while_the_cloud_runs_and_the_ordinary_path_ret
     sqs.create_queue(QueueName="direct")
 
     assert sent == []
-    direct_calls.stopped()
-    try:
+    with direct_calls.over_http():
         sqs.create_queue(QueueName="over-http")
-    finally:
-        direct_calls.started()
     assert len(sent) == 1
