@@ -16,10 +16,13 @@ endpoint adds them, so a caller sees what it saw before: the same parsed respons
 ``ClientError`` subclass with its code, message and ``CancellationReasons``. Calls still go through
 ``BaseClient._make_api_call``, where the fault harness records and injects (intentbus_faults.calls).
 
-Not played on this path: botocore's HTTP-level events (``before-send``, ``response-received``,
-``needs-retry``: moto never throttles, so nothing was retried) and moto's request recorder (off unless
-asked for). Every other service, server mode and a stopped cloud take the ordinary path; this module
-is tooling, nothing of it ships to Lambda. Pinned to the moto code it stands in for (``PINS``).
+Not played on this path: botocore's HTTP-level events (``before-send``, ``before-parse``: botocore's
+own handlers of it are S3's and SSO-OIDC's; ``response-received``; ``needs-retry``: moto never
+throttles, so nothing was retried), the X-Ray SDK's trace header on the HTTP request (its subsegment
+is made around ``_make_api_call`` as before) and moto's request recorder (off unless asked for).
+Every other service, server mode, a stopped cloud and ``over_http()`` take the ordinary path; this
+module is tooling, nothing of it ships to Lambda. Pinned to the moto and botocore code it stands in
+for (``PINS``, ``BOTOCORE_PINS``).
 """
 
 from __future__ import annotations
