@@ -21,7 +21,8 @@ class MotoBackend(Protocol):
 
 class InProcessMoto:
     """``moto.mock_aws``: fastest; every boto3 client in this process talks to it, no endpoint needed,
-    and sends it unsigned requests (see unsigned.py); its sessions share botocore's loaded service models
+    and sends it unsigned requests (see unsigned.py), the pipeline's answered without HTTP
+    (direct_calls.py); its sessions share botocore's loaded service models
     (service_models.py)."""
 
     def __init__(self) -> None:
@@ -35,18 +36,20 @@ class InProcessMoto:
     def start(self) -> None:
         from moto import mock_aws
 
-        from intentbus_local import unsigned
+        from intentbus_local import direct_calls, unsigned
         from intentbus_local.service_models import shared_service_models
 
         self._models.enter_context(shared_service_models())
         self._mock = mock_aws()
         self._mock.start()
         unsigned.started()
+        direct_calls.started()
 
     def stop(self) -> None:
         if self._mock is not None:
-            from intentbus_local import unsigned
+            from intentbus_local import direct_calls, unsigned
 
+            direct_calls.stopped()
             unsigned.stopped()
             self._mock.stop()
             self._mock = None

@@ -426,13 +426,22 @@ class LocalCloud:
             depths[stage] = depths.get(stage, 0) + sum(self.queue_depth(mapping.queue.logical_id))
         return depths
 
+    def may_hold_visible(self, logical_id: str) -> bool:
+        """False only when the queue surely has no visible message: in process, moto's queue says so
+        without a request; against a server, only a receive would tell."""
+        return self.mode != "inprocess" or self._receivable(self.topology.queues[logical_id].name)
+
     def queue_messages(self, logical_id: str) -> list[QueueMessage]:
         """The visible messages of a queue (e.g. the quarantine queue or a DLQ), left in the queue.
 
         SQS has no peek: each message is received and made visible again, which adds one to its
         ApproximateReceiveCount - harmless on a DLQ or the quarantine queue, but on a stage queue it
         counts towards maxReceiveCount. Bodies get ``account`` as on AWS (see sqs_event.with_account).
+        In process, a queue with no visible message is answered without a receive (most looks are at
+        empty dead-letter queues).
         """
+        if not self.may_hold_visible(logical_id):
+            return []
         sqs = self.clients.sqs()
         url = self.topology.queues[logical_id].url
         seen: dict[str, QueueMessage] = {}

@@ -7,7 +7,8 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
-parsed once) and attribute_values (DynamoDB's items serialized as the copies they are).
+parsed once), attribute_values (DynamoDB's items serialized as the copies they are) and
+stack_template (a JSON stack template read as JSON).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from intentbus_local import attribute_values, dynamodb_hot_paths, response_keys, sqs_hot_paths
+from intentbus_local import (
+    attribute_values,
+    dynamodb_hot_paths,
+    response_keys,
+    sqs_hot_paths,
+    stack_template,
+)
 
 
 def apply() -> None:
@@ -39,6 +46,7 @@ def apply() -> None:
     response_keys.apply()
     dynamodb_hot_paths.apply()
     attribute_values.apply()
+    stack_template.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from intentbus_local.template_cache import cached_json
+
 _T = TypeVar("_T")
 
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
@@ -91,15 +93,29 @@ def load_template(
 
 def read_sam(path: Path) -> dict[str, Any]:
     """The template with short-form intrinsics (!Ref, !GetAtt, !Sub) as their JSON dicts."""
+    text = path.read_text(encoding="utf-8")
+    plain: dict[str, Any] = cached_json("sam", "cfn-lint", text, lambda: _decoded(text, path))
+    return plain
+
+
+def _decoded(text: str, path: Path) -> dict[str, Any]:
     from cfnlint.decode import cfn_yaml
 
-    decoded = cfn_yaml.loads(path.read_text(encoding="utf-8"), str(path))
+    decoded = cfn_yaml.loads(text, str(path))
     plain: dict[str, Any] = json.loads(json.dumps(decoded))  # drop cfn-lint's position-tracking node types
     return plain
 
 
 def translate(sam: Mapping[str, Any], *, region: str) -> dict[str, Any]:
     """SAM -> CloudFormation, offline, with every code location pointed at ``s3://local/<LogicalId>.zip``."""
+    source = json.dumps([region, sam], sort_keys=True)
+    translated: dict[str, Any] = cached_json(
+        "cloudformation", "aws-sam-translator", source, lambda: _translated(sam, region=region)
+    )
+    return translated
+
+
+def _translated(sam: Mapping[str, Any], *, region: str) -> dict[str, Any]:
     import boto3
     from samtranslator.parser.parser import Parser
     from samtranslator.translator.translator import Translator

@@ -61,6 +61,7 @@ def _responses_recorded(into: dict[str, list[dict[str, Any]]]) -> Iterator[None]
 
 def capture(path: Path) -> dict[str, Any]:
     """Runs the incident workflow once and writes what each stage saw to ``path`` (JSON)."""
+    from intentbus_local import direct_calls
     from intentbus_local.cloud import LocalCloud
     from intentbus_local.lambda_runtime import Invocation
     from tests.bench.aws_calls import STAGE_OF_FUNCTION, drive_seed_incident
@@ -79,7 +80,8 @@ def capture(path: Path) -> dict[str, Any]:
                 records[invocation.function_logical_id].extend(invocation.event["Records"])
 
         cloud.add_observer(observe)
-        drive_seed_incident(cloud, _responses_recorded(responses))
+        with direct_calls.over_http():  # the responses are recorded off the wire
+            drive_seed_incident(cloud, _responses_recorded(responses))
         captured = {
             STAGE_OF_FUNCTION[logical]: {
                 "function_name": info.name,

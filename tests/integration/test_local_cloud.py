@@ -393,6 +393,19 @@ def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
     assert 0 not in received
 
 
+def test_looking_into_an_empty_queue_in_process_makes_no_receive(cloud: LocalCloud) -> None:
+    receives: list[str] = []
+    cloud.clients.sqs().meta.events.register(
+        "after-call.sqs.ReceiveMessage", lambda parsed, **_: receives.append("receive")
+    )
+    cloud.clients.sqs().send_message(QueueUrl=cloud.topology.queues["DecideDLQ"].url, MessageBody="{}")
+
+    assert cloud.queue_messages("ValidateDLQ") == []
+    assert receives == []
+    assert [m.body for m in cloud.queue_messages("DecideDLQ")] == ["{}"]
+    assert receives
+
+
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
     cloud: LocalCloud, journal: Journal
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
-from intentbus_local import unsigned
+from intentbus_local import direct_calls, unsigned
 from intentbus_local.backend import InProcessMoto
 
 REGION = "us-east-1"
@@ -44,12 +44,15 @@ def in_process() -> Iterator[None]:
 def test_a_client_of_the_in_process_cloud_sends_no_signature_and_moto_answers_as_before(
     in_process: None,
 ) -> None:
+    # The pipeline's calls are answered before any request is built (direct_calls); a request that
+    # is still sent, as here with that path off, goes unsigned.
     sqs = _session().client("sqs")
     sent = _authorization_headers(sqs)
 
-    url = sqs.create_queue(QueueName="q")["QueueUrl"]
-    sqs.send_message(QueueUrl=url, MessageBody="hello")
-    received = sqs.receive_message(QueueUrl=url)["Messages"]
+    with direct_calls.over_http():
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="hello")
+        received = sqs.receive_message(QueueUrl=url)["Messages"]
 
     assert sent == [None, None, None]
     assert [m["Body"] for m in received] == ["hello"]
