@@ -100,9 +100,9 @@ class ValidateStage(BatchReadingStage):
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         parsed: tuple[EventBridgeModel, Envelope, MalformedInput | None] | None = self.parsed(body)
-        if parsed is not None:
-            return self._domain_event(parsed[0], body, message_id, parsed[1:])
         try:
+            if parsed is not None:
+                return self._domain_event(parsed[0], body, message_id, parsed[1:])
             bus_event = parse_bus_event(body)
             if bus_event.source == facts.WORKFLOW_SOURCE:
                 return self._domain_event(bus_event, body, message_id)
