@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.journal import Authorization, Commit, CommitStatus
 from intentbus.ports import SnapshotRequest
+from tests.bench.aws_calls import measure_fleet
 from tests.integration.conftest_moto import aws, client, create_workflow_table  # noqa: F401
 from tests.integration.test_adapters import T0, TENANT, log_entry, workflow_state
 
@@ -154,3 +157,15 @@ def test_a_forged_request_sees_none_of_its_neighbours_items(aws: None) -> None: 
     assert batched[forged].state is None
     assert batched[other_tenant].proofs == {}
     assert batched[other_tenant].state is None
+
+
+def test_on_the_local_cloud_a_batch_of_distinct_runs_reads_once_and_every_run_completes() -> None:
+    # Five incidents at once: each stage's queue hands over one batch of five runs (drive_fleet checks that
+    # every service was scaled, i.e. every run completed).
+    stages, _ = measure_fleet(runs=5)
+
+    for stage in ("decide", "authorize", "record"):
+        calls = stages[stage]
+        # Per record: its write, and a fifth of the batch's one read (was: a read and a write each).
+        assert calls.dynamodb_per_event == pytest.approx(1.2), (stage, calls)
+    assert stages["validate"].dynamodb_per_event < 1.5  # producers' inputs are written without a read
