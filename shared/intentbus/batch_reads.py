@@ -11,6 +11,7 @@ each record's ``snapshot`` is then served from it instead of its own call. What 
   after the earlier one wrote. A commit on a run also drops what was prefetched for it.
 - A batch read that fails (throttling, a 5xx, keys left unprocessed) leaves the records concerned to
   read alone, as they did before: no record fails because of a neighbour.
+- A stage whose records take long (decide with a model) says it reads nothing ahead (``None``).
 """
 
 from __future__ import annotations

@@ -13,9 +13,11 @@ import pytest
 
 from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
+from intentbus.definition import Agent, ModelAgent
 from intentbus.journal import Commit, CommitResult, CommitStatus, LogEntry, Outcome, Snapshot
 from intentbus.ports import SnapshotRequest
 from intentbus.stages.common import BatchReadingStage
+from intentbus.stages.decide import DecideStage
 from intentbus.state import Status
 from intentbus.testing import InMemoryPipeline, bus_body, route
 from intentbus.testing.fakes import InMemoryStore
@@ -214,3 +216,28 @@ def test_a_commit_drops_what_was_prefetched_for_its_run_and_a_lone_record_is_not
 
     reads.prefetch([request("run-3", "c")])
     assert len(store.batches) == 1  # one record: its own read costs the same one call
+
+
+class OwnAgents:
+    """A model provider that lets each agent decide itself (its fallback): decide then has a model."""
+
+    def agent(self, spec: ModelAgent) -> Agent:
+        return spec
+
+
+def test_decide_with_a_model_reads_each_record_alone_before_asking_the_model() -> None:
+    # A model takes seconds a decision: a read made at the batch's start would be stale by then, and a
+    # concurrent redelivery's decision missed would cost a second model call (DESIGN rule 1).
+    store = WatchedStore()
+    pipeline = pipeline_on(store)
+    decide = DecideStage(pipeline.deps, store, models=OwnAgents())
+    accepted = [pipeline.deliver("validate", order(f"o-{n}")).published[0] for n in range(3)]
+    bodies = [bus_body(envelope) for envelope in accepted]
+
+    decide.prefetch(bodies)
+    results = [decide.handle(body, "msg") for body in bodies]
+    decide.end_batch()
+
+    assert [result.outcome for result in results] == [Outcome.APPLIED] * 3
+    assert store.batch_calls == 0
+    assert store.reads == 3

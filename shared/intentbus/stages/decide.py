@@ -140,6 +140,10 @@ class DecideStage(BatchReadingStage):
     def reads(self, body: str) -> SnapshotRequest | None:
         fact: Fact[facts.EventAccepted] = read_fact(body, _ACCEPTED)  # claim-checked: raises, read alone
         self._parsed[body] = fact
+        if self.models is not None:
+            # A model decides in seconds: a read made before the batch's earlier decisions would widen the
+            # window in which a concurrent redelivery finds no decision and asks the model again (rule 1).
+            return None
         accepted, event = fact.envelope, fact.payload.event
         proofs = tuple(_producers(accepted, event))
         return SnapshotRequest(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=proofs)
