@@ -19,6 +19,9 @@ record has been handled, in as few PutEvents requests as AWS allows; a record wh
 accepted is then reported in ``batchItemFailures`` (its durable write is done, so its redelivery finds it
 and publishes the same facts again, DESIGN rule 1).
 
+Reads (intentbus.batch_reads): a stage that reads a snapshot per record has its batch's snapshots read
+together first, in one call, each record then served its own; if that read fails, each reads alone.
+
 Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per record by the backend
 ``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
 span ``process <stage>``) with stage, outcome, tenant, run, event type and trace id, and what the stage
@@ -54,7 +57,7 @@ from intentbus.record_log import RecordLog
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
-from intentbus.stages.common import StageCore, StageResult
+from intentbus.stages.common import BatchReadingStage, StageCore, StageResult
 from intentbus.xray import traced, xray_tracer
 
 if TYPE_CHECKING:
@@ -134,6 +137,7 @@ class SqsStageHandler:
             raise ValueError("the event has no SQS Records list")
         bus = self._events()
         self._counts.clear()
+        reader = self._prefetch(records)
         try:
             with self._processor(records, self._handle_record, context):
                 if bus is None or bus.outbox is None:
@@ -144,11 +148,28 @@ class SqsStageHandler:
                         self._fail_unpublished(records, bus.send_held())
             return self._processor.response()
         finally:
+            if reader is not None:
+                reader.end_batch()
             self._counts.add_to(self._metrics)
             try:
                 spans.active().flush()
             except Exception:  # telemetry never fails a batch
                 self._logger.exception("could not flush the spans")
+
+    def _prefetch(self, records: list[Any]) -> BatchReadingStage | None:
+        """The batch's snapshots read together before its records are handled one by one
+        (intentbus.batch_reads); should that fail, each record reads its own."""
+        core = self.core
+        if not isinstance(core, BatchReadingStage):
+            return None
+        bodies = [
+            raw["body"] for raw in records if isinstance(raw, dict) and isinstance(raw.get("body"), str)
+        ]
+        try:
+            core.prefetch(bodies)
+        except Exception:
+            self._logger.exception("could not read the batch's snapshots together; each record reads its own")
+        return core
 
     def _events(self) -> EventBridgeBus | None:
         if self._events_bus is None and self._built_on is not None:

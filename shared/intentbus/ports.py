@@ -41,6 +41,27 @@ class WorkflowStore(Protocol):
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]: ...
 
 
+@dataclass(frozen=True)
+class SnapshotRequest:
+    """The arguments of one ``WorkflowStore.snapshot``: what a record will read, known before it is read."""
+
+    tenant_id: str
+    run_id: str
+    stage: str
+    input_id: str
+    resource: str | None = None
+    proofs: tuple[tuple[str, str], ...] = ()
+    authorization: str | None = None
+
+
+class ReadsInBatches(Protocol):
+    def snapshots(self, requests: Sequence[SnapshotRequest]) -> dict[SnapshotRequest, Snapshot]:
+        """Several records' snapshots in as few reads as the store allows, each exactly what ``snapshot``
+        would return for it. A request missing from the answer was not read (the store was throttled or
+        left its keys unprocessed): its caller reads it alone. Raises only as ``snapshot`` would."""
+        ...
+
+
 class ClaimStatus(StrEnum):
     CLAIMED = "claimed"
     CONFLICT = "conflict"

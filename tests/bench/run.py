@@ -63,6 +63,7 @@ def main() -> int:
     warnings.simplefilter("ignore")
     logging.getLogger("moto").setLevel(logging.ERROR)
     calls, steps = aws_calls.measure_incident()
+    in_batches, _ = aws_calls.measure_fleet()  # ten runs at once: batches of distinct runs
     timings = stages.measure_stages()
 
     figures: dict[str, Any] = {}
@@ -86,6 +87,7 @@ def main() -> int:
         figures[stage] = {
             "records": counted.records,
             "dynamodb_calls_per_event": round(counted.dynamodb_per_event, 3),
+            "dynamodb_calls_per_event_in_batches": round(in_batches[stage].dynamodb_per_event, 3),
             "dynamodb_budget": budget,
             "publishes_per_event": round(counted.publishes_per_event, 3),
             "put_events_entries_per_event": round(counted.put_events_entries / counted.records, 3),

@@ -1,4 +1,4 @@
-"""What the stage benchmark replays: one incident run on the in-process local cloud, captured.
+"""What the stage benchmark replays: ten incident runs at once on the in-process local cloud, captured.
 
 For each of the five stages: the function's environment, the SQS records Lambda handed it, and every
 AWS response it got, raw (status, headers, body bytes as moto sent them), keyed by operation and by
@@ -60,11 +60,12 @@ def _responses_recorded(into: dict[str, list[dict[str, Any]]]) -> Iterator[None]
 
 
 def capture(path: Path) -> dict[str, Any]:
-    """Runs the incident workflow once and writes what each stage saw to ``path`` (JSON)."""
+    """Runs ten incidents at once (``drive_fleet``: each stage's batches hold ten distinct runs, as at scale)
+    and writes what each stage saw to ``path`` (JSON)."""
     from intentbus_local import direct_calls
     from intentbus_local.cloud import LocalCloud
     from intentbus_local.lambda_runtime import Invocation
-    from tests.bench.aws_calls import STAGE_OF_FUNCTION, drive_seed_incident
+    from tests.bench.aws_calls import STAGE_OF_FUNCTION, drive_fleet
 
     records: dict[str, list[dict[str, Any]]] = defaultdict(list)
     responses: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -81,7 +82,7 @@ def capture(path: Path) -> dict[str, Any]:
 
         cloud.add_observer(observe)
         with direct_calls.over_http():  # the responses are recorded off the wire
-            drive_seed_incident(cloud, _responses_recorded(responses))
+            drive_fleet(cloud, _responses_recorded(responses))
         captured = {
             STAGE_OF_FUNCTION[logical]: {
                 "function_name": info.name,

@@ -2,15 +2,16 @@
 
 Each figure comes from fresh interpreters (``tests.bench.stage_probe``) running ``functions/<stage>/app.py``
 as Lambda would: its environment from the template (via the local cloud), ``LAMBDA_TASK_ROOT`` and
-``AWS_LAMBDA_FUNCTION_NAME`` set, batches of 10 SQS records (the template's ``BatchSize``) whose bodies
-come from a real incident run on moto (``tests.bench.stage_capture``), and AWS answered at botocore's
-HTTP send with the responses moto gave in that run. The baseline (``tests.bench.baseline_handler``) is a
+``AWS_LAMBDA_FUNCTION_NAME`` set, batches of 10 SQS records (the template's ``BatchSize``) as the stage
+got them when ten incidents ran at once on moto (``tests.bench.stage_capture``: ten distinct runs a batch,
+so a batch's snapshots are read in one call), fed in turn, and AWS answered at botocore's HTTP send with
+the responses moto gave in that run. The baseline (``tests.bench.baseline_handler``) is a
 minimal Powertools SQS handler making one PutItem and one PutEvents per record, fed the same records.
 
 ``measure_stages()`` returns, per stage (and ``baseline``):
 
 - ``cpu_ms_per_record``: process CPU per record, warm, tracing off (``TracingBackend`` off); median of
-  repeated batches. ``cpu_ratio``: that over the baseline's.
+  repeated cycles through the captured batches. ``cpu_ratio``: that over the baseline's.
 - ``framework_ms_per_record``: the part of it spent outside botocore's calls (``BaseClient._make_api_call``).
 - ``botocore_ms_per_record``: the part inside them (serializing, signing, parsing).
 - ``xray_ms_per_record``: CPU per record with X-Ray tracing on (the template's default) less with it off.

@@ -23,6 +23,7 @@ from intentbus.journal import (
     Snapshot,
     proof_key,
 )
+from intentbus.ports import SnapshotRequest
 from intentbus.state import WorkflowState
 
 if TYPE_CHECKING:
@@ -171,6 +172,59 @@ def approval_item(approval: Approval) -> dict[str, Any]:
     return item
 
 
+BATCH_GET_KEYS = 100
+"""BatchGetItem's limit of keys per request."""
+BATCH_GET_ATTEMPTS = 2
+"""A batch of snapshots asks for unprocessed keys once more; their records then read alone."""
+
+
+def snapshot_keys(request: SnapshotRequest) -> list[tuple[str, str]]:
+    """The (pk, sk) of every item a snapshot reads: the run's state, the stage's own entry, the proofs asked
+    for and the authorization, all under the record's own run, and the resource under its tenant."""
+    pk = run_pk(request.tenant_id, request.run_id)
+    sort_keys = [STATE_SK, log_sk(request.stage, request.input_id)]
+    sort_keys.extend(log_sk(stage, input_id) for stage, input_id in request.proofs)
+    if request.authorization is not None:
+        sort_keys.append(auth_sk(request.authorization))
+    keys = [(pk, sk) for sk in dict.fromkeys(sort_keys)]
+    if request.resource is not None:
+        keys.append((resource_pk(request.tenant_id, request.resource), RESOURCE_SK))
+    return keys
+
+
+def _key_items(keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"pk": _s(pk), "sk": _s(sk)} for pk, sk in keys]
+
+
+def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) -> Snapshot:
+    """The snapshot from the items read for ``request`` (only its own keys'; absent ones were not found)."""
+    own = log_sk(request.stage, request.input_id)
+    state = entry = granted = None
+    resource_version = None if request.resource is None else 0
+    others: dict[str, LogEntry] = {}
+    for item in found:
+        sk = item["sk"]["S"]
+        if sk == STATE_SK:
+            state = state_from_item(item)
+        elif sk == RESOURCE_SK:
+            resource_version = int(item["version"]["N"])
+        elif sk.startswith(AUTH_PREFIX):
+            granted = Authorization.model_validate_json(item["authorization"]["S"])
+        else:
+            logged = entry_from_item(item)
+            if sk == own:
+                entry = logged
+            others[proof_key(logged.stage, logged.input_id)] = logged
+    own_key = proof_key(request.stage, request.input_id)
+    return Snapshot(
+        state=state,
+        entry=entry,
+        resource_version=resource_version,
+        proofs={key: value for key, value in others.items() if key != own_key},
+        authorization=granted,
+    )
+
+
 def _response(error: ClientError) -> dict[str, Any]:
     """The error's response as a plain dict: DynamoDB adds Item and CancellationReasons to it."""
     return dict(error.response)
@@ -192,43 +246,41 @@ class DynamoWorkflowStore:
         proofs: Sequence[tuple[str, str]] = (),
         authorization: str | None = None,
     ) -> Snapshot:
-        pk = run_pk(tenant_id, run_id)
-        own = log_sk(stage, input_id)
-        sort_keys = [STATE_SK, own, *(log_sk(s, i) for s, i in proofs)]
-        if authorization is not None:
-            sort_keys.append(auth_sk(authorization))
-        keys: list[dict[str, Any]] = [{"pk": _s(pk), "sk": _s(sk)} for sk in dict.fromkeys(sort_keys)]
-        if resource is not None:
-            keys.append({"pk": _s(resource_pk(tenant_id, resource)), "sk": _s(RESOURCE_SK)})
+        request = SnapshotRequest(tenant_id, run_id, stage, input_id, resource, tuple(proofs), authorization)
+        keys = snapshot_keys(request)
         found: list[dict[str, Any]] = []
-        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
-        while request:
-            response = self._client.batch_get_item(RequestItems=request)
+        unread: dict[str, Any] = {self._table: {"Keys": _key_items(keys), "ConsistentRead": True}}
+        while unread:
+            response = self._client.batch_get_item(RequestItems=unread)
             found.extend(response["Responses"].get(self._table, []))
-            request = dict(response.get("UnprocessedKeys") or {})
-        state = entry = granted = None
-        resource_version = None if resource is None else 0
-        others: dict[str, LogEntry] = {}
-        for item in found:
-            sk = item["sk"]["S"]
-            if sk == STATE_SK:
-                state = state_from_item(item)
-            elif sk == RESOURCE_SK:
-                resource_version = int(item["version"]["N"])
-            elif sk.startswith(AUTH_PREFIX):
-                granted = Authorization.model_validate_json(item["authorization"]["S"])
-            else:
-                logged = entry_from_item(item)
-                if sk == own:
-                    entry = logged
-                others[proof_key(logged.stage, logged.input_id)] = logged
-        return Snapshot(
-            state=state,
-            entry=entry,
-            resource_version=resource_version,
-            proofs={key: value for key, value in others.items() if key != proof_key(stage, input_id)},
-            authorization=granted,
-        )
+            unread = dict(response.get("UnprocessedKeys") or {})
+        return snapshot_of(request, found)
+
+    def snapshots(self, requests: Sequence[SnapshotRequest]) -> dict[SnapshotRequest, Snapshot]:
+        """Every request's keys in one BatchGetItem per 100 distinct keys; unprocessed keys are asked once
+        more, and a request whose keys are still unprocessed is left out of the answer."""
+        keys_of = {request: snapshot_keys(request) for request in dict.fromkeys(requests)}
+        wanted = list(dict.fromkeys(key for keys in keys_of.values() for key in keys))
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        unread: set[tuple[str, str]] = set()
+        for start in range(0, len(wanted), BATCH_GET_KEYS):
+            chunk = _key_items(wanted[start : start + BATCH_GET_KEYS])
+            for _ in range(BATCH_GET_ATTEMPTS):
+                response = self._client.batch_get_item(
+                    RequestItems={self._table: {"Keys": chunk, "ConsistentRead": True}}
+                )
+                for item in response["Responses"].get(self._table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
+                chunk = list(unprocessed.get(self._table, {}).get("Keys", []))
+                if not chunk:
+                    break
+            unread.update((key["pk"]["S"], key["sk"]["S"]) for key in chunk)
+        return {
+            request: snapshot_of(request, [found[key] for key in keys if key in found])
+            for request, keys in keys_of.items()
+            if unread.isdisjoint(keys)
+        }
 
     def commit(self, commit: Commit) -> CommitResult:
         log_put: dict[str, Any] = {

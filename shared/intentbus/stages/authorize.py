@@ -15,12 +15,13 @@ from intentbus.errors import MalformedInput
 from intentbus.ids import approval_id, input_identity
 from intentbus.journal import Approval, Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
-from intentbus.ports import WorkflowStore
+from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.principals import canonical
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    Stage,
+    BatchReadingStage,
+    Fact,
     StageDeps,
     StageResult,
     authorization_for,
@@ -36,6 +37,7 @@ from intentbus.stages.retired import end_run, why_retired
 from intentbus.state import Status, WorkflowState, begin_step, new_run
 
 STAGE = "authorize"
+_PROPOSED = {facts.COMMAND_PROPOSED: facts.CommandProposed}
 
 
 @dataclass(frozen=True)
@@ -54,14 +56,30 @@ class _Turn:
 
 
 @dataclass
-class AuthorizeStage(Stage):
+class AuthorizeStage(BatchReadingStage):
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
 
+    def reads(self, body: str) -> SnapshotRequest | None:
+        fact: Fact[facts.CommandProposed] = read_fact(body, _PROPOSED)  # claim-checked: raises, read alone
+        self._parsed[body] = fact
+        proposed, command = fact.envelope, fact.payload.command
+        if command.kind is not Kind.COMMAND:
+            return None
+        try:
+            _, spec, arguments = self._declared(command)
+            resource = spec.resource(arguments) if spec.resource is not None else None
+        except MalformedInput:  # read without a resource (``_undeclared``)
+            resource = None
+        proofs = tuple(_producers(proposed, command))
+        return SnapshotRequest(command.tenant_id, command.run_id, STAGE, proposed.id, resource, proofs)
+
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(body, {facts.COMMAND_PROPOSED: facts.CommandProposed}, self.deps.claims)
+            fact: Fact[facts.CommandProposed] = self.parsed(body) or read_fact(
+                body, _PROPOSED, self.deps.claims
+            )
             return retry_on_conflict(
                 lambda: self._attempt(fact.envelope, fact.payload),
                 exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize",
@@ -75,14 +93,8 @@ class AuthorizeStage(Stage):
             raise MalformedInput(
                 f"{command.type!r} is a {command.kind.value}, not a command", field="command.kind"
             )
-        workflow = self.deps.catalog.owner(command.type)
         try:
-            if workflow is None or command.type not in workflow.commands:
-                raise MalformedInput(
-                    f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
-                )
-            spec = workflow.commands[command.type]
-            arguments = typed_payload(spec.model, command, "detail.payload.command")
+            workflow, spec, arguments = self._declared(command)
         except MalformedInput as error:
             return self._undeclared(proposed, command, error)
         resource = spec.resource(arguments) if spec.resource is not None else None
@@ -133,6 +145,16 @@ class AuthorizeStage(Stage):
             resource_version=snapshot.resource_version,
         )
         return self._apply(turn, verdict)
+
+    def _declared(self, command: Envelope) -> tuple[Workflow, CommandSpec, BaseModel]:
+        """The command's workflow, its spec and its typed arguments; malformed if none declares it."""
+        workflow = self.deps.catalog.owner(command.type)
+        if workflow is None or command.type not in workflow.commands:
+            raise MalformedInput(
+                f"no workflow declares the command {command.type!r}", field="detail.payload.command.type"
+            )
+        spec = workflow.commands[command.type]
+        return workflow, spec, typed_payload(spec.model, command, "detail.payload.command")
 
     def _undeclared(self, proposed: Envelope, command: Envelope, error: MalformedInput) -> StageResult | None:
         """A command this deployment cannot even read: malformed input, unless the pipeline recorded it

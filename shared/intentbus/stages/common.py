@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
+from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
 from intentbus.envelope import Envelope, Kind
@@ -19,7 +20,7 @@ from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import digest
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
-from intentbus.ports import Bus, Clock, Quarantine, WorkflowStore
+from intentbus.ports import Bus, Clock, Quarantine, SnapshotRequest, WorkflowStore
 from intentbus.producers import ProducerBindings
 
 FactT = TypeVar("FactT", bound=BaseModel)
@@ -58,6 +59,52 @@ class Stage:
 
     def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
         return quarantined(self.deps, self.name, error, body, message_id)
+
+
+class PrefetchesReads(Protocol):
+    def prefetch(self, bodies: Sequence[str]) -> None:
+        """Reads together what the batch's records (their SQS bodies) will read; never raises."""
+        ...
+
+    def end_batch(self) -> None: ...
+
+
+class BatchReadingStage(Stage):
+    """A stage whose records' snapshots are read together, one call per SQS batch (intentbus.batch_reads).
+
+    ``reads`` says what a record will read from its body alone, parsing it as ``handle`` will: the parse
+    is kept for ``handle`` (``parsed``), so a record is parsed once."""
+
+    store: WorkflowStore
+
+    def __post_init__(self) -> None:
+        self.store = BatchReads.over(self.store)
+        self._parsed: dict[str, Any] = {}
+
+    def reads(self, body: str) -> SnapshotRequest | None:
+        """What handling ``body`` reads first, with no AWS call; ``None``: nothing, or it cannot tell
+        (a claim-checked payload), and the record reads alone. May raise on a malformed body."""
+        return None
+
+    def prefetch(self, bodies: Sequence[str]) -> None:
+        self._parsed = {}
+        requests: list[SnapshotRequest | None] = []
+        for body in bodies:
+            try:
+                requests.append(self.reads(body))
+            except Exception:  # malformed: handled (quarantined with its reason) in its turn
+                requests.append(None)
+        if isinstance(self.store, BatchReads):
+            self.store.prefetch(requests)
+
+    def end_batch(self) -> None:
+        self._parsed = {}
+        if isinstance(self.store, BatchReads):
+            self.store.forget()
+
+    def parsed(self, body: str) -> Any:
+        """What ``reads`` parsed of ``body`` in this batch, once; ``None`` when it did not."""
+        return self._parsed.pop(body, None)
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,12 @@ from intentbus.limits import (
     json_bytes,
 )
 from intentbus.model_output import RawOutput
-from intentbus.ports import WorkflowStore
+from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    Stage,
+    BatchReadingStage,
+    Fact,
     StageDeps,
     StageResult,
     commit_then_publish,
@@ -55,6 +56,7 @@ from intentbus.stages.retired import end_run, why_retired
 from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 
 STAGE = "decide"
+_ACCEPTED = {facts.EVENT_ACCEPTED: facts.EventAccepted}
 _UNRECORDED_DECISIONS_KEPT = 256
 logger = logging.getLogger(__name__)
 
@@ -124,7 +126,7 @@ class RejectedDecision(MalformedInput):
 
 
 @dataclass
-class DecideStage(Stage):
+class DecideStage(BatchReadingStage):
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
@@ -135,11 +137,24 @@ class DecideStage(Stage):
     invocation or (warm) a later one after it failed, so the model is not asked again. Once recorded,
     the log holds the decision and the entry is dropped."""
 
+    def reads(self, body: str) -> SnapshotRequest | None:
+        fact: Fact[facts.EventAccepted] = read_fact(body, _ACCEPTED)  # claim-checked: raises, read alone
+        self._parsed[body] = fact
+        if self.models is not None:
+            # A model decides in seconds: a read made before the batch's earlier decisions would widen the
+            # window in which a concurrent redelivery finds no decision and asks the model again (rule 1).
+            return None
+        accepted, event = fact.envelope, fact.payload.event
+        proofs = tuple(_producers(accepted, event))
+        return SnapshotRequest(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=proofs)
+
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        try:
-            fact = read_fact(body, {facts.EVENT_ACCEPTED: facts.EventAccepted}, self.deps.claims)
-        except MalformedInput as error:
-            return self.reject(error, body, message_id)
+        fact: Fact[facts.EventAccepted] | None = self.parsed(body)
+        if fact is None:
+            try:
+                fact = read_fact(body, _ACCEPTED, self.deps.claims)
+            except MalformedInput as error:
+                return self.reject(error, body, message_id)
         try:
             result = self._decided(fact.envelope, fact.payload.event, body, message_id)
         except BaseException:

@@ -14,11 +14,12 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
-from intentbus.ports import WorkflowStore
+from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
-    Stage,
+    BatchReadingStage,
+    Fact,
     StageDeps,
     StageResult,
     commit_then_publish,
@@ -54,14 +55,19 @@ _OUTCOMES: dict[str, type[Payload]] = {
 
 
 @dataclass
-class RecordStage(Stage):
+class RecordStage(BatchReadingStage):
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
 
+    def reads(self, body: str) -> SnapshotRequest | None:
+        fact: Fact[Payload] = read_fact(body, _OUTCOMES)  # claim-checked: raises, read alone
+        self._parsed[body] = fact
+        return _request(fact.envelope, cast(OutcomeFact, fact.payload), self.deps.id_salt)
+
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact = read_fact(body, _OUTCOMES, self.deps.claims)
+            fact: Fact[Payload] = self.parsed(body) or read_fact(body, _OUTCOMES, self.deps.claims)
             return retry_on_conflict(
                 lambda: self._attempt(fact.envelope, cast(OutcomeFact, fact.payload)),
                 exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under record",
@@ -72,14 +78,15 @@ class RecordStage(Stage):
     def _attempt(self, incoming: Envelope, fact: OutcomeFact) -> StageResult | None:
         command = fact.command
         denied = isinstance(fact, facts.CommandDenied)
-        producers = _deniers(incoming, command, self.deps.id_salt) if denied else []
+        read = _request(incoming, fact, self.deps.id_salt)
+        producers = list(read.proofs)
         snapshot = self.store.snapshot(
-            command.tenant_id,
-            command.run_id,
+            read.tenant_id,
+            read.run_id,
             STAGE,
-            incoming.id,
-            proofs=producers,
-            authorization=None if denied else command.id,
+            read.input_id,
+            proofs=read.proofs,
+            authorization=read.authorization,
         )
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, incoming, snapshot.entry.outputs)
@@ -248,6 +255,15 @@ class RecordStage(Stage):
                 workflow=workflow, status=state.status.value, reason=state.reason or ""
             ),
         )
+
+
+def _request(incoming: Envelope, fact: OutcomeFact, salt: str) -> SnapshotRequest:
+    """What record reads for an outcome: a denial's proofs, or the command's recorded authorization."""
+    command = fact.command
+    if isinstance(fact, facts.CommandDenied):
+        proofs = tuple(_deniers(incoming, command, salt))
+        return SnapshotRequest(command.tenant_id, command.run_id, STAGE, incoming.id, proofs=proofs)
+    return SnapshotRequest(command.tenant_id, command.run_id, STAGE, incoming.id, authorization=command.id)
 
 
 def _deniers(incoming: Envelope, command: Envelope, salt: str) -> list[tuple[str, str]]:

@@ -22,12 +22,12 @@ from intentbus.errors import MalformedInput
 from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
-from intentbus.ports import WorkflowStore
+from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.producers import ProducerBindings
-from intentbus.registry import Payload
+from intentbus.registry import Payload, TypeRegistry
 from intentbus.stages.common import (
+    BatchReadingStage,
     ConcurrentUpdate,
-    Stage,
     StageDeps,
     StageResult,
     commit_then_publish,
@@ -72,7 +72,7 @@ class BusSender:
 
 
 @dataclass
-class ValidateStage(Stage):
+class ValidateStage(BatchReadingStage):
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
@@ -85,8 +85,24 @@ class ValidateStage(Stage):
         if len(parts) > 4 and parts[4]:
             self.account = parts[4]
 
+    def reads(self, body: str) -> SnapshotRequest | None:
+        """Only a workflow's outcome event is read (a producer's input is written blind); a claim-checked
+        one raises here and reads alone."""
+        bus_event = parse_bus_event(body)
+        if bus_event.source != facts.WORKFLOW_SOURCE or not isinstance(bus_event.detail, dict):
+            return None
+        resolved_detail(bus_event.detail, None)
+        envelope, unreadable = _domain_input(bus_event, self.deps.catalog.types)
+        self._parsed[body] = (bus_event, envelope, unreadable)
+        identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
+        proofs = tuple(_proven_by(envelope))
+        return SnapshotRequest(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=proofs)
+
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
+        parsed: tuple[EventBridgeModel, Envelope, MalformedInput | None] | None = self.parsed(body)
         try:
+            if parsed is not None:
+                return self._domain_event(parsed[0], body, message_id, parsed[1:])
             bus_event = parse_bus_event(body)
             if bus_event.source == facts.WORKFLOW_SOURCE:
                 return self._domain_event(bus_event, body, message_id)
@@ -116,25 +132,29 @@ class ValidateStage(Stage):
             return self.reject(error, body if isinstance(body, str) else body(), message_id)
         return self._accept(envelope, identity, sender.principal(envelope.source))
 
-    def _domain_event(self, bus_event: EventBridgeModel, body: str, message_id: str | None) -> StageResult:
+    def _domain_event(
+        self,
+        bus_event: EventBridgeModel,
+        body: str,
+        message_id: str | None,
+        normalized: tuple[Envelope, MalformedInput | None] | None = None,
+    ) -> StageResult:
         """A workflow's outcome event re-enters here; only the one record published is accepted.
 
         One this deployment cannot read (a redeploy dropped or changed its workflow) is still checked
         against record's entry: if record published it, its run ends with the reason. Record published
         it, so a claim-checked payload is resolved first (a producer's never is)."""
-        if isinstance(bus_event.detail, dict):
-            try:
-                detail = resolved_detail(bus_event.detail, self.deps.claims)
-            except MalformedInput as error:
-                return self.reject(error, body, message_id)
-            bus_event = bus_event.model_copy(update={"detail": detail})
-        try:
-            envelope, _ = normalize(bus_event, self.deps.catalog.types)
-            unreadable = None
-        except MalformedInput as error:
-            envelope, unreadable = _as_published(bus_event, error), error
+        if normalized is None:
+            if isinstance(bus_event.detail, dict):
+                try:
+                    detail = resolved_detail(bus_event.detail, self.deps.claims)
+                except MalformedInput as error:
+                    return self.reject(error, body, message_id)
+                bus_event = bus_event.model_copy(update={"detail": detail})
+            normalized = _domain_input(bus_event, self.deps.catalog.types)
+        envelope, unreadable = normalized
         identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
-        producers = [("record", envelope.causation_id or "")]
+        producers = _proven_by(envelope)
         snapshot = self.store.snapshot(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=producers)
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, envelope, snapshot.entry.outputs)
@@ -206,6 +226,20 @@ class ValidateStage(Stage):
             source=facts.PIPELINE_SOURCE,
         )
         return followed.model_copy(update={"id": derive_id(identity, STAGE, 0)})
+
+
+def _domain_input(bus_event: EventBridgeModel, types: TypeRegistry) -> tuple[Envelope, MalformedInput | None]:
+    """The outcome event's envelope, and why this deployment cannot read it (``None``: it can)."""
+    try:
+        envelope, _ = normalize(bus_event, types)
+    except MalformedInput as error:
+        return _as_published(bus_event, error), error
+    return envelope, None
+
+
+def _proven_by(envelope: Envelope) -> list[tuple[str, str]]:
+    """Where an outcome event is recorded: record's entry for the outcome it follows."""
+    return [("record", envelope.causation_id or "")]
 
 
 def _as_published(bus_event: EventBridgeModel, unreadable: MalformedInput) -> Envelope:

@@ -22,7 +22,14 @@ from intentbus.journal import (
     Snapshot,
     proof_key,
 )
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
+from intentbus.ports import (
+    Claim,
+    ClaimRequest,
+    ClaimStatus,
+    KeyHeldByAnotherCommand,
+    OutcomeInDoubt,
+    SnapshotRequest,
+)
 from intentbus.state import LEGACY_CHECKS, WorkflowState
 
 
@@ -36,6 +43,7 @@ class InMemoryStore:
     authorizations: dict[tuple[str, str, str], Authorization] = field(default_factory=dict)
     """(tenant, run, command id) -> the command's recorded authorization."""
     calls: int = 0
+    batch_calls: int = 0
 
     def snapshot(
         self,
@@ -49,6 +57,21 @@ class InMemoryStore:
         authorization: str | None = None,
     ) -> Snapshot:
         self.calls += 1
+        return self._read(
+            tenant_id, run_id, stage, input_id, resource=resource, proofs=proofs, authorization=authorization
+        )
+
+    def _read(
+        self,
+        tenant_id: str,
+        run_id: str,
+        stage: str,
+        input_id: str,
+        *,
+        resource: str | None,
+        proofs: Sequence[tuple[str, str]],
+        authorization: str | None,
+    ) -> Snapshot:
         log = self.logs.get((tenant_id, run_id), {})
         entry = log.get(proof_key(stage, input_id))
         version = None if resource is None else self.resources.get((tenant_id, resource), (0, ""))[0]
@@ -63,6 +86,22 @@ class InMemoryStore:
             if authorization is None
             else self.authorizations.get((tenant_id, run_id, authorization)),
         )
+
+    def snapshots(self, requests: Sequence[SnapshotRequest]) -> dict[SnapshotRequest, Snapshot]:
+        """Every request's snapshot for one call (``batch_calls``), as ``snapshot`` would read it."""
+        self.batch_calls += 1
+        return {
+            request: self._read(
+                request.tenant_id,
+                request.run_id,
+                request.stage,
+                request.input_id,
+                resource=request.resource,
+                proofs=request.proofs,
+                authorization=request.authorization,
+            )
+            for request in requests
+        }
 
     def claim(
         self,
