@@ -19,10 +19,10 @@ export SAM_CLI_TELEMETRY := 0
 
 .PHONY: demo test lint typecheck unit build bench faults clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 $(CHECKOV_STAMP):
