@@ -74,6 +74,12 @@ _parsers = ResponseParserFactory()
 _MISSING = object()
 
 
+@functools.cache
+def _pins_hold() -> bool:
+    """Whether moto's and botocore's code is the code this path copies (else botocore's ordinary path)."""
+    return PINS.holds() and BOTOCORE_PINS.holds()
+
+
 def started() -> None:
     _running[0] += 1
 
@@ -119,7 +125,7 @@ class _JsonPost:
 
 
 def _answer(model: OperationModel, params: dict[str, Any], **_: Any) -> tuple[AWSResponse, Any] | None:
-    if not _running[0]:
+    if not _running[0] or not _pins_hold():
         return None
     body = params.get("body")
     if not isinstance(body, bytes) or params.get("method") != "POST" or params.get("query_string"):

@@ -3,7 +3,9 @@
 A module that replaces a moto function for speed lists it with the digest of moto's source as found
 (``Pins.sources``); ``Pins.changed()`` names those whose source is no longer that one, and the pinned
 tests fail on it, so a replacement is looked at again when moto changes the code it copies rather than
-kept past it.
+kept past it. Where it runs, a module installs its replacements only while ``Pins.holds()``: on a moto
+whose code moved (a newer one than ``constraints.txt`` names), the local cloud keeps moto's own code,
+slower but never answering differently, and says so once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +32,22 @@ class Pins:
     """``module.Class.attribute`` -> ``source_digest`` of moto's source of it (a property: of its getter)."""
     replaced: dict[str, Any] = field(default_factory=dict)
     """``Class.attribute`` -> moto's own, once replaced."""
+    _holds: bool | None = field(default=None, init=False, repr=False)
+
+    def holds(self) -> bool:
+        """Whether every pinned source is still the one found (checked once): when not, a warning names
+        what changed and the caller leaves moto's own code in place."""
+        if self._holds is None:
+            changed = self.changed()
+            self._holds = not changed
+            if changed:
+                warnings.warn(
+                    f"{', '.join(changed)}: not the code found on {self.found_on} that the local cloud "
+                    "replaces, so the library's own code is used instead",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+        return self._holds
 
     def replace(self, owner: type, name: str, replacement: Any) -> Any:
         """Sets ``owner.name`` (once; the later calls keep the first), returning moto's own."""
