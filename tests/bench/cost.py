@@ -29,11 +29,13 @@ message, and a receive and a delete per batch of ``LOAD_BATCH`` (per message at 
 64 KB chunks; X-Ray one trace per run, sampled as Lambda samples by default under load. Under load a
 mapping hands each invocation a batch of ``LOAD_BATCH`` records, so what comes once per invocation is
 shared by that many records: Lambda's request charge, the time of the calls made once a batch
-(``PER_BATCH_CALLS``: the batch's PutEvents) and the log lines that are not a record's own (Lambda's
-START/END/REPORT and the metrics line, which grows by ``EMF_BYTES_PER_EXTRA_RECORD`` for each record
-it aggregates); the rest of the billed duration stays the records' sum. The workflow's own tool calls
-(ECS, CloudWatch) are left out: any orchestrator makes them. A warm-up run first, so imports and
-first clients (a cold start, once per sandbox) are not counted.
+(``PER_BATCH_CALLS``: the batch's PutEvents; ``BATCH_READ_STAGES``: the snapshot read validate,
+authorize and record make once for a batch of distinct runs) and the log lines that are not a
+record's own (Lambda's START/END/REPORT and the metrics line, which grows by
+``EMF_BYTES_PER_EXTRA_RECORD`` for each record it aggregates); the rest of the billed duration stays
+the records' sum. The workflow's own tool calls (ECS, CloudWatch) are left out: any orchestrator makes
+them. A warm-up run first, so imports and first clients (a cold start, once per sandbox) are not
+counted.
 """
 
 from __future__ import annotations
@@ -81,6 +83,11 @@ CALL_LATENCY_MS = {
 PER_BATCH_CALLS = frozenset({"events.PutEvents"})
 """Calls a stage makes once per batch, not per record: a batch's facts are published together when its
 records are handled. Under load their latency and client-side work are shared by the batch's records."""
+BATCH_READ_STAGES = frozenset({"validate", "authorize", "record"})
+"""Stages whose snapshot read (``dynamodb.BatchGetItem``) is made once for a batch of distinct runs
+(``intentbus.batch_reads``): this run has one incident, so each of its batches reads alone, where a
+batch under load holds distinct runs. Decide is left out: with a model configured it reads each record
+alone, just before deciding."""
 BOTOCORE_CLIENT_MS = 0.45
 """botocore's own work per call (signing, serializing, parsing), measured with the HTTP send faked."""
 CHUNK = 64 * 1024
@@ -137,6 +144,7 @@ class _CallClock:
         self.calls = 0
         self.batch_latency_ms = 0.0
         self.batch_calls = 0
+        self.stage: str | None = None
 
     def __call__(self, call: Call, proceed: Proceed) -> Any:
         started = time.thread_time()
@@ -149,7 +157,9 @@ class _CallClock:
                 latency = CALL_LATENCY_MS.get(name, CALL_LATENCY_MS[call.service])
                 self.calls += 1
                 self.latency_ms += latency
-                if name in PER_BATCH_CALLS:
+                if name in PER_BATCH_CALLS or (
+                    name == "dynamodb.BatchGetItem" and self.stage in BATCH_READ_STAGES
+                ):
                     self.batch_calls += 1
                     self.batch_latency_ms += latency
 
@@ -161,6 +171,7 @@ def _timed_invocations(clock: _CallClock, seen: _Invocations, share: float) -> I
     def invoke(self: LambdaRuntime, logical_id: str, event: Mapping[str, Any]) -> Invocation:
         clock.inside, clock.latency_ms, clock.calls = 0.0, 0.0, 0
         clock.batch_latency_ms, clock.batch_calls = 0.0, 0
+        clock.stage = STAGES.get(logical_id)
         started = time.thread_time()
         invocation = original(self, logical_id, event)
         own = time.thread_time() - started - clock.inside
