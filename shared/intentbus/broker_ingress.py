@@ -39,6 +39,7 @@ from intentbus.broker_bindings import BrokerBindings, BrokerSender
 from intentbus.broker_messages import BrokerMessage, messages
 from intentbus.errors import ConfigurationError, MalformedInput, PublishError
 from intentbus.inbound import parse_bus_event
+from intentbus.record_log import RecordLog
 from intentbus.runtime import Runtime
 from intentbus.stages.common import ConcurrentUpdate, StageResult
 from intentbus.stages.validate import ValidateStage
@@ -140,7 +141,8 @@ def broker_ingress(runtime: Runtime) -> BrokerIngress:
 
 @dataclass
 class BrokerIngressHandler:
-    """The Lambda body of a broker mapping's function: every record in order, one log line and one span
+    """The Lambda body of a broker mapping's function: every record in order, one log line (the compact
+    ``record processed`` line of intentbus.record_log, with its ``channel``) and one span
     (``## ingress record``, or ``process ingress``) each, EMF counts with ``stage`` ``ingress``. Returns
     an empty ``batchItemFailures``: a record never fails alone (an infrastructure error raises and fails
     the invocation, and so does a fact the bus did not accept). ``events``: the bus whose outbox holds the
@@ -153,6 +155,7 @@ class BrokerIngressHandler:
     runtime: Any = Runtime.from_env
     events: EventBridgeBus | None = None
     _core: BrokerIngress | None = field(default=None, init=False)
+    _record_log: RecordLog | None = field(default=None, init=False)
 
     @property
     def core(self) -> BrokerIngress:
@@ -167,9 +170,12 @@ class BrokerIngressHandler:
         core = self.core
         core.validate.bind(context)
         self.metrics.add_dimension(name="stage", value="ingress")
+        if self._record_log is None:
+            self._record_log = RecordLog(self.logger)
+        self._record_log.bind(getattr(context, "aws_request_id", None))
         try:
             with self._outbox() as held_for:
-                outcomes = self._all(core, messages(event), held_for)
+                outcomes = self._all(core, messages(event), held_for, self._record_log)
         finally:
             try:
                 spans.active().flush()
@@ -212,6 +218,7 @@ class BrokerIngressHandler:
         core: BrokerIngress,
         batch: Iterable[BrokerMessage],
         held_for: Callable[[Hashable], AbstractContextManager[None]],
+        record_log: RecordLog,
     ) -> dict[str, int]:
         outcomes: dict[str, int] = {}
         for message in batch:
@@ -233,8 +240,9 @@ class BrokerIngressHandler:
                 if result.envelope is not None:
                     ids |= telemetry.envelope_ids(result.envelope)
                 span.annotate(ids)
-                self.logger.info("record processed", extra={**ids, "reason": result.reason})
+                milliseconds = (time.perf_counter() - started) * 1000
+                record_log.processed({**ids, "reason": result.reason}, milliseconds)
             telemetry.add_counts(self.metrics, telemetry.outcome_counts("validate", result.outcome))
-            telemetry.add_latency(self.metrics, (time.perf_counter() - started) * 1000)
+            telemetry.add_latency(self.metrics, milliseconds)
             outcomes[result.outcome.value] = outcomes.get(result.outcome.value, 0) + 1
         return outcomes

@@ -4,6 +4,7 @@ not accept fails the invocation so that the redelivered batch publishes it (noth
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -155,3 +156,29 @@ def test_an_infrastructure_error_mid_batch_still_sends_the_facts_of_the_inputs_a
         assert ingress.handle(event, lambda_context()) == {"batchItemFailures": []}
     assert log.count("events", "PutEvents") == 1
     assert accepted_on_the_bus() == ["evt-1", "evt-2", "evt-3", "evt-4"]
+
+
+def test_each_broker_record_writes_the_compact_record_line_with_its_channel(
+    ingress: BrokerIngressHandler,
+) -> None:
+    """One line a record, as the stages write it (intentbus.record_log): the ids an operator follows a
+    record by, the invocation's request id, and not the Lambda context's keys repeated on every line."""
+    ingress.logger = Logger(service="broker-record-line")
+    written = io.StringIO()
+    ingress.logger.registered_handler.setStream(written)  # type: ignore[attr-defined]
+    event = msk_event(kafka_record(1, envelope("evt-1")), kafka_record(2, "!poison"))
+
+    ingress.handle(event, lambda_context())
+
+    lines = [json.loads(line) for line in written.getvalue().splitlines()]
+    processed = [line for line in lines if line["message"] == "record processed"]
+    assert [line["outcome"] for line in processed] == ["applied", "quarantined"]
+    for line in processed:
+        assert line["stage"] == "ingress"
+        assert line["channel"].startswith("kafka:")
+        assert line["service"] == "broker-record-line"
+        assert line["function_request_id"]
+        assert "cold_start" not in line
+        assert "function_memory_size" not in line
+    assert processed[0]["tenant_id"] == "acme"
+    assert processed[1]["reason"]
