@@ -72,22 +72,9 @@ class BatchReads:
         proofs: Sequence[tuple[str, str]] = (),
         authorization: str | None = None,
     ) -> Snapshot:
-        if self._ready:
-            request = SnapshotRequest(
-                tenant_id, run_id, stage, input_id, resource, tuple(proofs), authorization
-            )
-            ready = self._ready.pop(request, None)
-            if ready is not None:
-                return ready
-        return self.store.snapshot(
-            tenant_id,
-            run_id,
-            stage,
-            input_id,
-            resource=resource,
-            proofs=proofs,
-            authorization=authorization,
-        )
+        request = SnapshotRequest(tenant_id, run_id, stage, input_id, resource, tuple(proofs), authorization)
+        ready = self._ready.pop(request, None)
+        return request.read_alone(self.store) if ready is None else ready
 
     def commit(self, commit: Commit) -> CommitResult:
         if self._ready:

@@ -53,6 +53,18 @@ class SnapshotRequest:
     proofs: tuple[tuple[str, str], ...] = ()
     authorization: str | None = None
 
+    def read_alone(self, store: WorkflowStore) -> Snapshot:
+        """This snapshot, read by its own ``snapshot`` call."""
+        return store.snapshot(
+            self.tenant_id,
+            self.run_id,
+            self.stage,
+            self.input_id,
+            resource=self.resource,
+            proofs=self.proofs,
+            authorization=self.authorization,
+        )
+
 
 class ReadsInBatches(Protocol):
     def snapshots(self, requests: Sequence[SnapshotRequest]) -> dict[SnapshotRequest, Snapshot]:

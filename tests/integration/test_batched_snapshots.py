@@ -93,16 +93,7 @@ def test_one_call_reads_every_records_snapshot_exactly_as_its_own_read_would(aws
 
     assert dynamodb.batch_gets == 1  # 10 records x 5 keys + 2 keys: one call
     for request in requests:
-        alone = store.snapshot(
-            request.tenant_id,
-            request.run_id,
-            request.stage,
-            request.input_id,
-            resource=request.resource,
-            proofs=request.proofs,
-            authorization=request.authorization,
-        )
-        assert batched[request] == alone
+        assert batched[request] == request.read_alone(store)
     assert batched[requests[0]].state is not None
     assert batched[requests[0]].authorization is not None
     assert batched[requests[0]].proof("authorize", "proposal-run-0") is not None

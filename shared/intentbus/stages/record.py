@@ -80,14 +80,7 @@ class RecordStage(BatchReadingStage):
         denied = isinstance(fact, facts.CommandDenied)
         read = _request(incoming, fact, self.deps.id_salt)
         producers = list(read.proofs)
-        snapshot = self.store.snapshot(
-            read.tenant_id,
-            read.run_id,
-            STAGE,
-            read.input_id,
-            proofs=read.proofs,
-            authorization=read.authorization,
-        )
+        snapshot = read.read_alone(self.store)
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, incoming, snapshot.entry.outputs)
         if denied:

@@ -58,28 +58,20 @@ class InMemoryStore:
     ) -> Snapshot:
         self.calls += 1
         return self._read(
-            tenant_id, run_id, stage, input_id, resource=resource, proofs=proofs, authorization=authorization
+            SnapshotRequest(tenant_id, run_id, stage, input_id, resource, tuple(proofs), authorization)
         )
 
-    def _read(
-        self,
-        tenant_id: str,
-        run_id: str,
-        stage: str,
-        input_id: str,
-        *,
-        resource: str | None,
-        proofs: Sequence[tuple[str, str]],
-        authorization: str | None,
-    ) -> Snapshot:
+    def _read(self, request: SnapshotRequest) -> Snapshot:
+        tenant_id, run_id, resource = request.tenant_id, request.run_id, request.resource
         log = self.logs.get((tenant_id, run_id), {})
-        entry = log.get(proof_key(stage, input_id))
+        own = proof_key(request.stage, request.input_id)
         version = None if resource is None else self.resources.get((tenant_id, resource), (0, ""))[0]
-        found = {proof_key(s, i): log[proof_key(s, i)] for s, i in proofs if proof_key(s, i) in log}
-        found.pop(proof_key(stage, input_id), None)
+        found = {proof_key(s, i): log[proof_key(s, i)] for s, i in request.proofs if proof_key(s, i) in log}
+        found.pop(own, None)
+        authorization = request.authorization
         return Snapshot(
             state=self.states.get((tenant_id, run_id)),
-            entry=entry,
+            entry=log.get(own),
             resource_version=version,
             proofs=found,
             authorization=None
@@ -90,18 +82,7 @@ class InMemoryStore:
     def snapshots(self, requests: Sequence[SnapshotRequest]) -> dict[SnapshotRequest, Snapshot]:
         """Every request's snapshot for one call (``batch_calls``), as ``snapshot`` would read it."""
         self.batch_calls += 1
-        return {
-            request: self._read(
-                request.tenant_id,
-                request.run_id,
-                request.stage,
-                request.input_id,
-                resource=request.resource,
-                proofs=request.proofs,
-                authorization=request.authorization,
-            )
-            for request in requests
-        }
+        return {request: self._read(request) for request in requests}
 
     def claim(
         self,
