@@ -8,6 +8,8 @@ which queue each SQS event reads) come from the original template, read here and
 from __future__ import annotations
 
 import copy
+import functools
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,7 +96,8 @@ def load_template(
 def read_sam(path: Path) -> dict[str, Any]:
     """The template with short-form intrinsics (!Ref, !GetAtt, !Sub) as their JSON dicts."""
     text = path.read_text(encoding="utf-8")
-    plain: dict[str, Any] = cached_json("sam", "cfn-lint", text, lambda: _decoded(text, path))
+    source = _own_digest() + text
+    plain: dict[str, Any] = cached_json("sam", "cfn-lint", source, lambda: _decoded(text, path))
     return plain
 
 
@@ -108,11 +111,18 @@ def _decoded(text: str, path: Path) -> dict[str, Any]:
 
 def translate(sam: Mapping[str, Any], *, region: str) -> dict[str, Any]:
     """SAM -> CloudFormation, offline, with every code location pointed at ``s3://local/<LogicalId>.zip``."""
-    source = json.dumps([region, sam], sort_keys=True)
+    source = _own_digest() + json.dumps([region, sam], sort_keys=True)
     translated: dict[str, Any] = cached_json(
         "cloudformation", "aws-sam-translator", source, lambda: _translated(sam, region=region)
     )
     return translated
+
+
+@functools.cache
+def _own_digest() -> str:
+    """This module's source, part of each cache key: its decoding and its rewriting of the template
+    (code locations, managed policies) change the answer as much as the libraries' versions do."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def _translated(sam: Mapping[str, Any], *, region: str) -> dict[str, Any]:

@@ -46,6 +46,21 @@ def test_the_second_read_of_a_template_is_the_first_s_answer_without_decoding_or
     assert len(translated) == 2
 
 
+def test_a_change_to_how_the_local_cloud_rewrites_a_template_is_translated_afresh(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cached translation carries this package's rewriting (code locations, managed policies): an
+    edit of it must not be served the translation the previous code made."""
+    translated = _counting(monkeypatch, "_translated")
+    sam = read_sam(default_template_path())
+    translate(sam, region="us-east-1")
+    monkeypatch.setattr(template_module, "_own_digest", lambda: "another version of template.py")
+
+    translate(sam, region="us-east-1")
+
+    assert len(translated) == 2
+
+
 def test_an_edited_template_is_read_afresh(cache: Path, tmp_path: Path) -> None:
     path = tmp_path / "template.yaml"
     path.write_text(default_template_path().read_text().replace("Description: >-", "Notes: >-", 1))
