@@ -5,6 +5,7 @@ function runs in a process of its own that imports only from the build and the r
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import subprocess
@@ -196,3 +197,23 @@ def test_local_run_built_reports_where_every_input_ended(
         ("incident_response", "DENIED"),
     ]
     assert "3 applied, 1 denied, 1 duplicate, 2 quarantined" in capsys.readouterr().out
+
+
+def test_the_built_layer_ships_every_intentbus_module_compiled_with_unchecked_hash_bytecode(
+    built: Path,
+) -> None:
+    """Lambda's /opt is read-only: a module without usable bytecode is compiled at every cold start."""
+    package = built / "IntentbusLayer" / "python" / "intentbus"
+    modules = sorted(package.rglob("*.py"))
+    assert len(modules) > 50
+    missing, checked = [], []
+    for module in modules:
+        compiled = Path(importlib.util.cache_from_source(str(module)))
+        if not compiled.exists():
+            missing.append(module.relative_to(package))
+            continue
+        flags = int.from_bytes(compiled.read_bytes()[4:8], "little")  # PEP 552: 0b01 hash-based, 0b10 checked
+        if flags != 0b01:
+            checked.append(module.relative_to(package))
+    assert missing == []
+    assert checked == []
