@@ -61,14 +61,6 @@ class Stage:
         return quarantined(self.deps, self.name, error, body, message_id)
 
 
-class PrefetchesReads(Protocol):
-    def prefetch(self, bodies: Sequence[str]) -> None:
-        """Reads together what the batch's records (their SQS bodies) will read; never raises."""
-        ...
-
-    def end_batch(self) -> None: ...
-
-
 class BatchReadingStage(Stage):
     """A stage whose records' snapshots are read together, one call per SQS batch (intentbus.batch_reads).
 
