@@ -7,7 +7,8 @@ The rules (DynamoDB developer guide, "Read/write capacity mode", "Global seconda
   transactional one 2 per KB per item, a ``ConditionCheck`` included; a failed conditional write bills
   as if it had written;
 * a read bills per 4 KB: 0.5 (eventually consistent), 1 (strongly), 2 (transactional); a Query rounds
-  the sum of the items it returns, a batch or a single get rounds each item;
+  the sum of the items it returns, a batch or a single get rounds each item, by the whole item's size
+  even when a projection returns only some of its attributes;
 * an index is written when a table write puts, changes or removes an item's index entry: a new entry
   1 write, a changed index key 2 (delete + put), a changed projected attribute 1, a removed entry 1;
   an index write bills 1 unit per KB of the entry (its projected attributes and keys). A write to an
@@ -261,16 +262,23 @@ class CapacityMeter:
 
     def _GetItem(self, params: dict[str, Any], proceed: Proceed) -> Any:
         response = proceed(params)
-        size = item_size(response.get("Item"))
+        item = response.get("Item")
+        if item is not None and _projected(params):
+            item = self._get(self.tables[params["TableName"]], params["Key"])
         consistent = bool(params.get("ConsistentRead"))
-        self.usage.add_read(params["TableName"], read_units(size, consistent=consistent))
+        self.usage.add_read(params["TableName"], read_units(item_size(item), consistent=consistent))
         return response
 
     def _BatchGetItem(self, params: dict[str, Any], proceed: Proceed) -> Any:
         response = proceed(params)
-        for name, items in response.get("Responses", {}).items():
-            consistent = bool(params["RequestItems"][name].get("ConsistentRead"))
-            asked = len(params["RequestItems"][name]["Keys"])
+        for name, returned in response.get("Responses", {}).items():
+            request = params["RequestItems"][name]
+            consistent = bool(request.get("ConsistentRead"))
+            items = returned
+            if _projected(request):
+                table = self.tables[name]
+                items = [self._get(table, key) for key in request["Keys"]]
+            asked = len(request["Keys"])
             missing = asked - len(items)  # a key not found still bills the minimum
             units = sum(read_units(item_size(item), consistent=consistent) for item in items)
             units += missing * read_units(0, consistent=consistent)
@@ -293,3 +301,8 @@ class CapacityMeter:
         return response
 
     _Scan = _Query
+
+
+def _projected(request: Mapping[str, Any]) -> bool:
+    """A read that returns some attributes only: it bills the whole item's size all the same."""
+    return "ProjectionExpression" in request or "AttributesToGet" in request

@@ -91,6 +91,24 @@ def test_a_transaction_bills_two_units_per_kilobyte_per_item() -> None:
     assert meter.usage.transactional_items == 2
 
 
+def test_a_read_with_a_projection_bills_the_whole_items_size_and_a_missing_key_the_minimum() -> None:
+    table = FakeTable()
+    meter = CapacityMeter(table.raw, ["t"])
+    big = {"pk": s("a"), "sk": s("1"), "status": s("RUNNING"), "body": s("x" * 5000)}
+    table.items[("a", "1")] = big
+    keys = [{"pk": s("a"), "sk": s("1")}, {"pk": s("a"), "sk": s("2")}]
+    request = {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "sk, #status"}
+
+    def projected(params: dict[str, Any]) -> dict[str, Any]:
+        return {"Responses": {"t": [{"sk": big["sk"], "status": big["status"]}]}}
+
+    meter(Call("f", "dynamodb", "BatchGetItem", {"RequestItems": {"t": request}}), projected)
+    assert meter.usage.read_units == {"t": 2 + 1}  # 5 KB read whole (2 units), the missing key 1
+    single = {"TableName": "t", "Key": keys[0], "ProjectionExpression": "sk"}
+    meter(Call("f", "dynamodb", "GetItem", single), lambda params: {"Item": {"sk": big["sk"]}})
+    assert meter.usage.read_units == {"t": 3 + 1}  # eventually consistent: 0.5 per 4 KB
+
+
 def test_idle_costs_are_read_from_the_template() -> None:
     idle = idle_monthly(Path(__file__).resolve().parents[2] / "template.yaml")
     assert idle["sqs_mappings"] == 5  # the five stages' mappings poll even when nothing flows

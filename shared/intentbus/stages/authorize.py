@@ -72,7 +72,7 @@ class AuthorizeStage(BatchReadingStage):
             resource = spec.resource(arguments) if spec.resource is not None else None
         except MalformedInput:  # read without a resource (``_undeclared``)
             resource = None
-        proofs = tuple(_producers(proposed, command))
+        proofs = tuple(_producers(proposed, fact.payload))
         return SnapshotRequest(command.tenant_id, command.run_id, STAGE, proposed.id, resource, proofs)
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
@@ -96,9 +96,9 @@ class AuthorizeStage(BatchReadingStage):
         try:
             workflow, spec, arguments = self._declared(command)
         except MalformedInput as error:
-            return self._undeclared(proposed, command, error)
+            return self._undeclared(proposed, fact, error)
         resource = spec.resource(arguments) if spec.resource is not None else None
-        producers = _producers(proposed, command)
+        producers = _producers(proposed, fact)
         snapshot = self.store.snapshot(
             command.tenant_id, command.run_id, STAGE, proposed.id, resource=resource, proofs=producers
         )
@@ -156,10 +156,13 @@ class AuthorizeStage(BatchReadingStage):
         spec = workflow.commands[command.type]
         return workflow, spec, typed_payload(spec.model, command, "detail.payload.command")
 
-    def _undeclared(self, proposed: Envelope, command: Envelope, error: MalformedInput) -> StageResult | None:
+    def _undeclared(
+        self, proposed: Envelope, fact: facts.CommandProposed, error: MalformedInput
+    ) -> StageResult | None:
         """A command this deployment cannot even read: malformed input, unless the pipeline recorded it
         (then a redeploy changed the definitions under its run, which ends, or recorded stale)."""
-        producers = _producers(proposed, command)
+        command = fact.command
+        producers = _producers(proposed, fact)
         snapshot = self.store.snapshot(
             command.tenant_id, command.run_id, STAGE, proposed.id, proofs=producers
         )
@@ -303,11 +306,16 @@ class AuthorizeStage(BatchReadingStage):
         return commit_then_publish(self.deps, self.store, commit, turn.proposed)
 
 
-def _producers(proposed: Envelope, command: Envelope) -> list[tuple[str, str]]:
-    """Where a CommandProposed is recorded: decide's entry for the accepted event it answers, or
-    validate's entry for a command another system sent (by its identity; by its id before that)."""
+def _producers(proposed: Envelope, fact: facts.CommandProposed) -> list[tuple[str, str]]:
+    """Where a CommandProposed is recorded: decide's entry for the accepted event it answers (an agent
+    proposed it), or validate's entry for a command another system sent (no agent; by its identity, by
+    its id before that). The fact must match the entry exactly, its ``agent`` included, so reading only
+    the entries of the producer it names accepts nothing more; each entry not read saves a read unit."""
+    command = fact.command
+    if fact.agent is not None:
+        return [("decide", proposed.causation_id or "")]
     identity = input_identity(command.tenant_id, command.source, command.id)
-    return [("decide", proposed.causation_id or ""), ("validate", identity), ("validate", command.id)]
+    return [("validate", identity), ("validate", command.id)]
 
 
 def _outside_step(

@@ -542,9 +542,13 @@ def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int
 
 def _producers(accepted: Envelope, event: Envelope) -> list[tuple[str, str]]:
     """Where an EventAccepted is recorded: validate's entry for the input (by its identity; by its id
-    before that), or a reviewer's resume, whose entry is keyed by the pause it answers."""
+    before that), or a reviewer's resume, whose entry is keyed by the pause it answers. Validate derives
+    the fact's id from the input's identity: a fact with that id can only be its, so its entry alone is
+    read (the fact must still match it exactly); each entry not read saves a read unit."""
     identity = input_identity(event.tenant_id, event.source, event.id)
-    return [("validate", identity), ("validate", event.id), ("review", accepted.causation_id or "")]
+    if accepted.id == derive_id(identity, "validate", 0):
+        return [("validate", identity)]
+    return [("validate", event.id), ("review", accepted.causation_id or "")]
 
 
 def _why_stale(
