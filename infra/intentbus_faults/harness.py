@@ -431,7 +431,8 @@ class FaultHarness:
         topology = cloud.topology
         ddb = cloud.clients.dynamodb()
         store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
-        workflow_items = tables.WorkflowItems(tables.scanned(ddb, topology.tables["WorkflowTable"]))
+        scanned = tables.scanned(ddb, topology.tables["WorkflowTable"])
+        workflow_items = tables.WorkflowItems(scanned)
         dead = self._dead_letters({forged.bus_event_id for forged in self.forger.forged})
         in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
         runs: list[RunView] = []
@@ -449,7 +450,7 @@ class FaultHarness:
         obs = Observation(
             seed=schedule.seed,
             runs=runs,
-            report=report.build(cloud, self.catalog, sent),
+            report=report.build(cloud, self.catalog, sent, snapshot=report.TableSnapshot(scanned)),
             sent=len(sent),
             repeat_safety={
                 name: spec.tool.repeat_safety

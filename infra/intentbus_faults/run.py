@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import gc
 import multiprocessing
 import random
 import signal
@@ -326,11 +327,15 @@ def _forks(target: Target) -> bool:
 
 @contextlib.contextmanager
 def _prepared_for_fork(target: Target) -> Iterator[None]:
+    """The parent's started harness; what it allocated is moved out of the garbage collector's sight
+    (``gc.freeze``), so the workers' collections do not walk (and so copy) the pages they share with it."""
     with target.harness() as harness:
         _prepared.append(harness)
+        gc.freeze()
         try:
             yield
         finally:
+            gc.unfreeze()
             _prepared.remove(harness)
 
 

@@ -163,6 +163,7 @@ class LocalCloud:
                 region=self._region,
                 account_id=self._topology.account_id,
                 receivable=self._receivable if self.mode == "inprocess" else None,
+                delete_batch=self._delete_batch if self.mode == "inprocess" else None,
             )
             self._schedules = Schedules.from_template(
                 self._template,
@@ -379,6 +380,13 @@ class LocalCloud:
         """Whether moto's queue has a message a receive would hand out now (its visible ones)."""
         return bool(_moto_queue(self.topology.account_id, self._region, queue_name).messages)
 
+    def _delete_batch(self, queue_url: str, entries: list[dict[str, str]]) -> list[dict[str, Any]]:
+        """DeleteMessageBatch answered by moto's SQS backend itself, as its handler answers it once the
+        entries are known non-empty and distinct: the ``Failed`` entries (a handle no longer valid)."""
+        backend = _moto_queue_backend(self.topology.account_id, self._region)
+        _, failed = backend.delete_message_batch(queue_url.rsplit("/", 1)[-1], entries)
+        return list(failed)
+
     def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
         held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}
         return all(
@@ -477,9 +485,13 @@ class LocalCloud:
 
 
 def _moto_queue(account_id: str, region: str, name: str) -> Any:
+    return _moto_queue_backend(account_id, region).get_queue(name)
+
+
+def _moto_queue_backend(account_id: str, region: str) -> Any:
     from moto.sqs.models import sqs_backends
 
-    return sqs_backends[account_id][region].get_queue(name)
+    return sqs_backends[account_id][region]
 
 
 def _started(value: _T | None) -> _T:

@@ -7,8 +7,9 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
-parsed once), attribute_values (DynamoDB's items serialized as the copies they are) and
-stack_template (a JSON stack template read as JSON).
+parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
+stack_template (a JSON stack template read as JSON) and events_hot_paths (an event flattened once
+for all of a bus's rules).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from intentbus_local import (
     attribute_values,
     dynamodb_hot_paths,
+    events_hot_paths,
     response_keys,
     sqs_hot_paths,
     stack_template,
@@ -47,6 +49,7 @@ def apply() -> None:
     dynamodb_hot_paths.apply()
     attribute_values.apply()
     stack_template.apply()
+    events_hot_paths.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

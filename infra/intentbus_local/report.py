@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -137,16 +137,24 @@ class TableSnapshot:
     """The workflow table read once, with a paginated Scan: each run's state and log as the store reads
     them, without a Query per input (moto answers a Query by scanning every item)."""
 
-    def __init__(self, table: str, client: Any) -> None:
+    def __init__(self, items: Iterable[Mapping[str, Any]]) -> None:
+        """``items``: the table's items in the Scan's order (``scanned``)."""
         self._states: dict[str, WorkflowState] = {}
         self._entries: dict[str, list[LogEntry]] = defaultdict(list)
-        for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
-            for item in page.get("Items", []):
-                pk, sk = item["pk"]["S"], item["sk"]["S"]
-                if sk == STATE_SK and "state" in item:
-                    self._states[pk] = WorkflowState.model_validate_json(item["state"]["S"])
-                elif sk.startswith(LOG_PREFIX) and is_entry_item(item):
-                    self._entries[pk].append(entry_from_item(item))
+        for item in items:
+            pk, sk = item["pk"]["S"], item["sk"]["S"]
+            if sk == STATE_SK and "state" in item:
+                self._states[pk] = WorkflowState.model_validate_json(item["state"]["S"])
+            elif sk.startswith(LOG_PREFIX) and is_entry_item(item):
+                self._entries[pk].append(entry_from_item(item))
+
+    @classmethod
+    def scanned(cls, table: str, client: Any) -> TableSnapshot:
+        return cls(
+            item
+            for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True)
+            for item in page.get("Items", [])
+        )
 
     def state(self, tenant_id: str, run_id: str) -> WorkflowState | None:
         return self._states.get(run_pk(tenant_id, run_id))
@@ -157,10 +165,17 @@ class TableSnapshot:
 
 
 def build(
-    cloud: LocalCloud, catalog: Catalog, sent: Sequence[tuple[int, Mapping[str, Any], str, str]]
+    cloud: LocalCloud,
+    catalog: Catalog,
+    sent: Sequence[tuple[int, Mapping[str, Any], str, str]],
+    *,
+    snapshot: TableSnapshot | None = None,
 ) -> RunReport:
-    """``sent``: (line, envelope, bus event id, source) for every input, in order."""
-    store = TableSnapshot(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+    """``sent``: (line, envelope, bus event id, source) for every input, in order. ``snapshot``: the
+    workflow table as the caller already read it (else it is scanned here)."""
+    store = snapshot
+    if store is None:
+        store = TableSnapshot.scanned(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
     quarantine = _quarantine_reasons(cloud.queue_messages(QUARANTINE_QUEUE))
     dlq_runs = _dlq_runs(cloud, catalog)
     report = RunReport()

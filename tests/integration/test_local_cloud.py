@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -373,6 +373,32 @@ def test_queue_depth_read_from_moto_s_queue_is_what_get_queue_attributes_answers
             int(answered["ApproximateNumberOfMessagesDelayed"]),
         )
     )
+
+
+def test_an_in_process_delete_answers_what_delete_message_batch_answers(cloud: LocalCloud) -> None:
+    """The poller's deletes skip the request in process: the same messages go, the same handles fail."""
+    sqs = cloud.clients.sqs()
+    answers: dict[str, list[dict[str, Any]]] = {}
+
+    def requested(url: str, entries: list[dict[str, str]]) -> list[dict[str, Any]]:
+        return [dict(f) for f in sqs.delete_message_batch(QueueUrl=url, Entries=entries)["Failed"]]  # type: ignore[arg-type]
+
+    deletes: list[tuple[str, Callable[[str, list[dict[str, str]]], list[dict[str, Any]]]]] = [
+        ("request", requested),
+        ("in process", cloud._delete_batch),
+    ]
+    for name, delete in deletes:
+        url = cloud.topology.queues["DecideDLQ"].url
+        for number in range(3):
+            sqs.send_message(QueueUrl=url, MessageBody=str(number))
+        first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3, VisibilityTimeout=0)["Messages"]
+        again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]  # a newer handle
+        handles = [m["ReceiptHandle"] for m in first[1:]] + [again[0]["ReceiptHandle"], "not-a-handle"]
+        failed = delete(url, [{"Id": str(n), "ReceiptHandle": h} for n, h in enumerate(handles)])
+        answers[name] = [{**f, "Message": f["Message"].replace(handles[int(f["Id"])], "<h>")} for f in failed]
+        assert cloud.queue_depth("DecideDLQ") == (0, 0, 0), name
+    assert answers["in process"] == answers["request"]
+    assert [f["Id"] for f in answers["request"]] == ["3"]
 
 
 def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
