@@ -165,6 +165,9 @@ class InMemoryClaims:
 
 def resolved_detail(detail: dict[str, Any], store: ClaimStore | None) -> dict[str, Any]:
     """A pipeline-published detail (an envelope's JSON) with its claim-checked payload resolved."""
+    payload = detail["payload"] if "payload" in detail else detail.get("data")  # as the envelope reads it
+    if not isinstance(payload, dict) or set(payload) != {CLAIM_FIELD}:
+        return detail  # no claim check: not worth reading the envelope for
     try:
         envelope = Envelope.model_validate(detail)
     except ValidationError:

@@ -117,14 +117,16 @@ class Envelope(BaseModel):
         version: int | None = None,
         step_index: int | None = None,
         idempotency_key: str | None = None,
+        output_id: str | None = None,
     ) -> Envelope:
         """The envelope a stage publishes in answer to this one.
 
-        Its id is derived from this envelope's id, the stage and the output's index, so a stage that
-        publishes again after a crash publishes the very same ids.
+        Its id is derived from this envelope's id, the stage and the output's index (unless
+        ``output_id`` gives one derived otherwise), so a stage that publishes again after a crash
+        publishes the very same ids.
         """
         return Envelope(
-            id=derive_id(self.id, stage, index),
+            id=derive_id(self.id, stage, index) if output_id is None else output_id,
             source=source,
             type=type,
             time=time,

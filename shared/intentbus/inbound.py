@@ -220,7 +220,9 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     if "timestamp" not in fields:
         fields.setdefault("time", bus_event.time)
     source = fields.setdefault("source", bus_event.source)
-    event_id = fields.setdefault("id", content_id(detail))
+    if "id" not in fields:  # the content's id is canonical JSON of it all: made only when wanted
+        fields["id"] = content_id(detail)
+    event_id = fields["id"]
     if not isinstance(event_id, str):
         raise MalformedInput("id must be a string", field="id")
     tenant_id = fields.get("tenant_id")

@@ -38,6 +38,8 @@ from intentbus.state import Status, WorkflowState, begin_step, new_run
 
 STAGE = "authorize"
 _PROPOSED = {facts.COMMAND_PROPOSED: facts.CommandProposed}
+_Declared = tuple[Workflow, CommandSpec, BaseModel]
+"""A command's workflow, its spec and its typed arguments."""
 
 
 @dataclass(frozen=True)
@@ -62,39 +64,45 @@ class AuthorizeStage(BatchReadingStage):
     store: WorkflowStore
 
     def reads(self, body: str) -> SnapshotRequest | None:
+        """The proposal, and the command as declared (kept for ``handle`` with the parse)."""
         fact: Fact[facts.CommandProposed] = read_fact(body, _PROPOSED)  # claim-checked: raises, read alone
-        self._parsed[body] = fact
+        self._parsed[body] = (fact, None)
         proposed, command = fact.envelope, fact.payload.command
         if command.kind is not Kind.COMMAND:
             return None
         try:
-            _, spec, arguments = self._declared(command)
-            resource = spec.resource(arguments) if spec.resource is not None else None
+            declared = self._declared(command)
         except MalformedInput:  # read without a resource (``_undeclared``)
             resource = None
+        else:
+            self._parsed[body] = (fact, declared)
+            _, spec, arguments = declared
+            resource = spec.resource(arguments) if spec.resource is not None else None
         proofs = tuple(_producers(proposed, fact.payload))
         return SnapshotRequest(command.tenant_id, command.run_id, STAGE, proposed.id, resource, proofs)
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         try:
-            fact: Fact[facts.CommandProposed] = self.parsed(body) or read_fact(
-                body, _PROPOSED, self.deps.claims
-            )
+            parsed: tuple[Fact[facts.CommandProposed], _Declared | None] | None = self.parsed(body)
+            fact, declared = parsed or (read_fact(body, _PROPOSED, self.deps.claims), None)
             return retry_on_conflict(
-                lambda: self._attempt(fact.envelope, fact.payload),
+                lambda: self._attempt(fact.envelope, fact.payload, declared),
                 exhausted=f"run {fact.envelope.run_id} changed {COMMIT_ATTEMPTS} times under authorize",
             )
         except MalformedInput as error:
             return self.reject(error, body, message_id)
 
-    def _attempt(self, proposed: Envelope, fact: facts.CommandProposed) -> StageResult | None:
+    def _attempt(
+        self, proposed: Envelope, fact: facts.CommandProposed, declared: _Declared | None = None
+    ) -> StageResult | None:
+        """``declared``: the command's workflow, spec and arguments, if ``reads`` found them already."""
         command = fact.command
         if command.kind is not Kind.COMMAND:
             raise MalformedInput(
                 f"{command.type!r} is a {command.kind.value}, not a command", field="command.kind"
             )
         try:
-            workflow, spec, arguments = self._declared(command)
+            workflow, spec, arguments = declared or self._declared(command)
         except MalformedInput as error:
             return self._undeclared(proposed, fact, error)
         resource = spec.resource(arguments) if spec.resource is not None else None
@@ -146,7 +154,7 @@ class AuthorizeStage(BatchReadingStage):
         )
         return self._apply(turn, verdict)
 
-    def _declared(self, command: Envelope) -> tuple[Workflow, CommandSpec, BaseModel]:
+    def _declared(self, command: Envelope) -> _Declared:
         """The command's workflow, its spec and its typed arguments; malformed if none declares it."""
         workflow = self.deps.catalog.owner(command.type)
         if workflow is None or command.type not in workflow.commands:

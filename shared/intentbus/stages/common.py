@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
@@ -208,36 +209,64 @@ def quarantined(
 def fact_digest(envelope: Envelope) -> str:
     """A fact's content, less its trace context: the publisher stamps that on as it sends (intentbus.spans),
     so the fact a stage recorded and the one it published differ there and only there."""
-    content = envelope.to_json_dict()
-    for name in TRACE_CONTEXT:
-        content.pop(name, None)
-    return digest(content)
+    return _content_digest(envelope.to_json_dict())
+
+
+def _content_digest(content: dict[str, Any]) -> str:
+    return digest({name: value for name, value in content.items() if name not in TRACE_CONTEXT})
 
 
 def authorization_digest(fact_id: str, command: Envelope, resource_version: int | None) -> str:
     """What execute's guard compares: the CommandAuthorized's id, its command and its resource version."""
-    return digest({"fact": fact_id, "command": command.to_json_dict(), "resource_version": resource_version})
+    return _authorization_digest(fact_id, command.to_json_dict(), resource_version)
+
+
+def _authorization_digest(fact_id: str, command: dict[str, Any], resource_version: int | None) -> str:
+    return digest({"fact": fact_id, "command": command, "resource_version": resource_version})
 
 
 def authorization_for(
     fact: Envelope, command: Envelope, resource_version: int | None, *, by: str, at: datetime
 ) -> Authorization:
+    content = command.to_json_dict()  # dumped once for both digests
     return Authorization(
         command_id=command.id,
         fact_id=fact.id,
-        digest=authorization_digest(fact.id, command, resource_version),
-        command_digest=fact_digest(command),
+        digest=_authorization_digest(fact.id, content, resource_version),
+        command_digest=_content_digest(content),
         by=by,
         at=at,
     )
+
+
+def same_fact(one: Envelope, other: Envelope) -> bool:
+    """Whether two facts' contents are the same (their ``fact_digest``s are equal).
+
+    Their JSON texts, less the trace context, are compared first: the same text is the same content, and
+    a fact read back as its stage published it keeps the order of its keys. Only texts that differ (keys
+    in another order, as a claim-checked payload's canonical JSON has them; a changed fact) have their
+    digests compared, which no order changes."""
+    text = _content_json(one)
+    if text is not None and text == _content_json(other):
+        return True
+    return fact_digest(one) == fact_digest(other)
+
+
+_TRACE_FIELDS = set(TRACE_CONTEXT)
+
+
+def _content_json(envelope: Envelope) -> str | None:
+    try:
+        return envelope.model_dump_json(exclude=_TRACE_FIELDS)
+    except PydanticSerializationError:  # a lone surrogate: the digest tells
+        return None
 
 
 def recorded(entry: LogEntry | None, envelope: Envelope) -> bool:
     """Whether ``entry`` recorded publishing exactly ``envelope`` (same id, same content)."""
     if entry is None:
         return False
-    wanted = fact_digest(envelope)
-    return any(out.id == envelope.id and fact_digest(out) == wanted for out in entry.outputs)
+    return any(out.id == envelope.id and same_fact(out, envelope) for out in entry.outputs)
 
 
 def require_recorded(snapshot: Snapshot, envelope: Envelope, producers: Sequence[tuple[str, str]]) -> None:

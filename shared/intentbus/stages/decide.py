@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from intentbus import budgets, facts, span_notes
 from intentbus.definition import (
@@ -71,6 +71,8 @@ class _Turn:
     base: WorkflowState
     is_new: bool
     now: datetime
+    payload: BaseModel
+    """The event's payload as its type's model."""
 
     def output(
         self, type_name: str, payload: Payload, *, version: int, index: int = 0, step_index: int | None = None
@@ -225,7 +227,7 @@ class DecideStage(BatchReadingStage):
                 f"{event.type!r} ({event.kind.value}) is not an event to decide on",
                 field="detail.payload.event.kind",
             )
-        typed_payload(workflow.events[event.type].model, event, "detail.payload.event")
+        payload = typed_payload(workflow.events[event.type].model, event, "detail.payload.event")
         step = workflow.steps.get(event.type)
         if step is None or step.agent is None:
             # An outcome no step follows (such as the run's last): recorded, nothing to decide.
@@ -251,7 +253,13 @@ class DecideStage(BatchReadingStage):
             now=now,
         )
         turn = _Turn(
-            accepted=accepted, event=event, workflow=workflow, base=base, is_new=state is None, now=now
+            accepted=accepted,
+            event=event,
+            workflow=workflow,
+            base=base,
+            is_new=state is None,
+            now=now,
+            payload=payload,
         )
         breach = budgets.check(budgets.for_run(workflow, base), base, depth=event.depth, now=now)
         if breach is not None:
@@ -262,14 +270,13 @@ class DecideStage(BatchReadingStage):
         key = turn.accepted.id
         if key not in self._decisions:
             assert step.agent is not None
-            spec = self.deps.catalog.types.get(turn.event.type)
             context = DecisionContext(
                 workflow=turn.workflow.name,
                 tenant_id=turn.event.tenant_id,
                 run_id=turn.event.run_id,
                 step_index=turn.base.step_index,
                 event_type=turn.event.type,
-                event=spec.model.model_validate(turn.event.payload),
+                event=turn.payload,
                 environment=self.deps.environment,
                 commands=turn.workflow.offered(step),
             )

@@ -217,15 +217,15 @@ class ValidateStage(BatchReadingStage):
         else:
             payload = facts.EventAccepted(event=envelope)
             fact_type = facts.EVENT_ACCEPTED
-        followed = envelope.follow(
+        return envelope.follow(
             stage=STAGE,
             type=fact_type,
             kind=Kind.EVENT,
             payload=payload.model_dump(mode="json"),
             time=now,
             source=facts.PIPELINE_SOURCE,
+            output_id=derive_id(identity, STAGE, 0),
         )
-        return followed.model_copy(update={"id": derive_id(identity, STAGE, 0)})
 
 
 def _domain_input(bus_event: EventBridgeModel, types: TypeRegistry) -> tuple[Envelope, MalformedInput | None]:
