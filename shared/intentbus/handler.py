@@ -20,7 +20,8 @@ accepted is then reported in ``batchItemFailures`` (its durable write is done, s
 and publishes the same facts again, DESIGN rule 1).
 
 Reads (intentbus.batch_reads): a stage that reads a snapshot per record has its batch's snapshots read
-together first, in one call, each record then served its own; if that read fails, each reads alone.
+together first, in one call, each record then served its own (execute: its guard's checks); if that
+read fails, each reads alone.
 
 Telemetry per record (see intentbus.spans and intentbus.telemetry): one span per record by the backend
 ``TRACING_BACKEND`` chooses (an X-Ray subsegment ``## <stage> record``, or an OpenTelemetry CONSUMER
@@ -40,8 +41,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
@@ -64,6 +65,16 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
     from intentbus.adapters.eventbridge_bus import EventBridgeBus
+
+
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A stage core that reads what its batch's records will read before they are handled: a
+    ``BatchReadingStage``, or execute, whose guard reads the batch's checks together."""
+
+    def prefetch(self, bodies: Sequence[str]) -> None: ...
+
+    def end_batch(self) -> None: ...
 
 
 class UnnamedRecordFailed(IntentbusError):
@@ -156,11 +167,11 @@ class SqsStageHandler:
             except Exception:  # telemetry never fails a batch
                 self._logger.exception("could not flush the spans")
 
-    def _prefetch(self, records: list[Any]) -> BatchReadingStage | None:
-        """The batch's snapshots read together before its records are handled one by one
-        (intentbus.batch_reads); should that fail, each record reads its own."""
+    def _prefetch(self, records: list[Any]) -> ReadsAhead | None:
+        """The batch's snapshots (execute: its guard's checks) read together before its records are
+        handled one by one (intentbus.batch_reads); should that fail, each record reads its own."""
         core = self.core
-        if not isinstance(core, BatchReadingStage):
+        if not isinstance(core, BatchReadingStage | ReadsAhead):
             return None
         bodies = [
             raw["body"] for raw in records if isinstance(raw, dict) and isinstance(raw.get("body"), str)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -120,6 +120,19 @@ class ClaimRequest:
         made, self.made = self.made, None
         return made
 
+    def key(self) -> tuple[Any, ...]:
+        """What the claim asks, less when (``now``) and its answer: a check read ahead of the claim
+        (``ChecksAhead``) is served only to a request with exactly this key."""
+        return (
+            self.tenant_id,
+            self.run_id,
+            self.command_id,
+            self.resource,
+            self.seen_version,
+            self.authorization,
+            self.definition,
+        )
+
 
 class ExecutionGuard(Protocol):
     def claim(
@@ -144,6 +157,21 @@ class ExecutionGuard(Protocol):
 
     def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
         """Whether the run exists and started before authorizations were recorded (a legacy run)."""
+        ...
+
+
+@runtime_checkable
+class ChecksAhead(Protocol):
+    """A guard that can read what a batch's claims will check before they are made, in fewer calls."""
+
+    def prefetch(self, requests: Sequence[ClaimRequest]) -> None:
+        """Reads together what these claims check; each answer is served once, to the next claim whose
+        ``key`` is its request's. A request left unanswered, and any later claim, reads alone. Never
+        raises: a failed read leaves every claim to read alone."""
+        ...
+
+    def forget(self) -> None:
+        """Drops every answer not yet served (the batch is over)."""
         ...
 
 

@@ -10,6 +10,9 @@ Only the standard library is imported before the clock starts: botocore is patch
 the moment it loads, so the handler's own imports are timed as Lambda would pay them. Signing,
 serializing and parsing run as usual; only the socket is replaced, by the recorded response to the
 same request body (else the operation's first recorded one; PutEvents is answered entry by entry).
+The calls a workflow's tool makes through its ``ToolContext.clients`` are counted and timed apart too
+(``tool_calls_per_batch``, ``tool_ms_per_record``): the clients a ``ToolContext`` is given are wrapped
+as ``intentbus.definition`` loads, so a call made through one of their operation methods is the tool's.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ class _Fake:
         self.operation = ""
         self.inside_seconds = 0.0
         self.calls = 0
+        self.in_tool = 0
+        """How deep the current call is in calls made through a tool's clients (0: not the tool's)."""
+        self.tool_seconds = 0.0
+        self.tool_calls = 0
         self.put_events_calls = 0
         self.put_events_entries = 0
 
@@ -97,17 +104,69 @@ def _patch_client(module: ModuleType, fake: _Fake) -> None:
         try:
             return make_api_call(self, operation, params)
         finally:
-            fake.inside_seconds += time.process_time() - started
+            spent = time.process_time() - started
+            fake.inside_seconds += spent
             fake.calls += 1
+            if fake.in_tool:
+                fake.tool_seconds += spent
+                fake.tool_calls += 1
 
     client._make_api_call = timed
 
 
+class _ToolClient:
+    """A client as a tool is given it: each operation called through it is marked as the tool's."""
+
+    def __init__(self, client: Any, fake: _Fake) -> None:
+        self._client = client
+        self._fake = fake
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._client, name)
+        if not callable(found):
+            return found
+        fake = self._fake
+
+        def marked(*args: Any, **kwargs: Any) -> Any:
+            fake.in_tool += 1
+            try:
+                return found(*args, **kwargs)
+            finally:
+                fake.in_tool -= 1
+
+        return marked
+
+
+class _ToolClients:
+    def __init__(self, clients: Any, fake: _Fake) -> None:
+        self._clients = clients
+        self._fake = fake
+
+    def client(self, service_name: str) -> Any:
+        return _ToolClient(self._clients.client(service_name), self._fake)
+
+
+def _patch_tool_context(module: ModuleType, fake: _Fake) -> None:
+    context = module.ToolContext
+    init = context.__init__
+
+    def wrapping_clients(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        object.__setattr__(self, "clients", _ToolClients(self.clients, fake))  # a frozen dataclass
+
+    context.__init__ = wrapping_clients
+
+
 class _PatchOnLoad(importlib.abc.MetaPathFinder):
-    """Patches botocore's endpoint and client modules as they are first imported."""
+    """Patches botocore's endpoint and client modules, and ``intentbus.definition``'s ``ToolContext``, as
+    they are first imported."""
 
     def __init__(self, fake: _Fake) -> None:
-        self._patches = {"botocore.endpoint": _patch_endpoint, "botocore.client": _patch_client}
+        self._patches = {
+            "botocore.endpoint": _patch_endpoint,
+            "botocore.client": _patch_client,
+            "intentbus.definition": _patch_tool_context,
+        }
         self._fake = fake
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
@@ -206,9 +265,11 @@ def main(path: str) -> None:
     # producers' inputs, its later ones workflows' outcome events), the median over the cycles.
     cpu: list[float] = []
     inside: list[float] = []
-    calls = puts = entries = 0.0
+    tool: list[float] = []
+    calls = puts = entries = tool_calls = 0.0
     for _ in range(max(1, spec["repeats"] // cycle)):
         fake.inside_seconds, fake.calls, fake.put_events_calls, fake.put_events_entries = 0.0, 0, 0, 0
+        fake.tool_seconds, fake.tool_calls = 0.0, 0
         spent = 0.0
         for turn in range(cycle):
             event = batch(records, size, turn)
@@ -217,16 +278,20 @@ def main(path: str) -> None:
             spent += time.process_time() - started
         cpu.append(spent * 1000 / (size * cycle))
         inside.append(fake.inside_seconds * 1000 / (size * cycle))
-        calls, puts, entries = (
+        tool.append(fake.tool_seconds * 1000 / (size * cycle))
+        calls, puts, entries, tool_calls = (
             fake.calls / cycle,
             fake.put_events_calls / cycle,
             fake.put_events_entries / cycle,
+            fake.tool_calls / cycle,
         )
     result = {
         "cpu_ms_per_record": statistics.median(cpu),
         "botocore_ms_per_record": statistics.median(inside),
         "framework_ms_per_record": statistics.median(c - i for c, i in zip(cpu, inside, strict=True)),
+        "tool_ms_per_record": statistics.median(tool),
         "aws_calls_per_batch": calls,
+        "tool_calls_per_batch": tool_calls,
         "put_events_calls_per_batch": puts,
         "put_events_entries_per_batch": entries,
     }

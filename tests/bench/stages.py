@@ -22,6 +22,10 @@ minimal Powertools SQS handler making one PutItem and one PutEvents per record, 
   its CPU share to itself, so there wall time follows CPU time). ``cold_start_ratio``: over the
   baseline's. ``cold_start_wall_ms``: the same, on the wall clock.
 - ``aws_calls_per_record``, ``put_events_calls_per_batch``: the calls one batch made.
+- ``tool_calls_per_record``, ``tool_ms_per_record``: of those calls, the ones the workflow's tool made
+  through ``ToolContext.clients`` (execute; zero at every other stage), and the CPU inside them (a part
+  of ``botocore_ms_per_record``). ``cpu_ratio_without_tool``: CPU per record less the tool's, over the
+  baseline's: what the stage itself costs, the workflow's own AWS calls aside. ``cpu_ratio`` keeps them.
 """
 
 from __future__ import annotations
@@ -99,6 +103,8 @@ def measure_stages(
                 "xray_ms_per_record": on["cpu_ms_per_record"] - off["cpu_ms_per_record"],
                 "aws_calls_per_record": off["aws_calls_per_batch"] / BATCH_SIZE,
                 "put_events_calls_per_batch": off["put_events_calls_per_batch"],
+                "tool_calls_per_record": off["tool_calls_per_batch"] / BATCH_SIZE,
+                "tool_ms_per_record": off["tool_ms_per_record"],
             }
         cold: dict[str, list[dict[str, float]]] = {name: [] for name in specs}
         for _ in range(cold_rounds):  # interleaved, so drift on a shared machine hits all alike
@@ -111,6 +117,9 @@ def measure_stages(
         values["cold_start_wall_ms"] = statistics.median(run["cold_start_wall_ms"] for run in cold[name])
         values["cold_start_ratio"] = values["cold_start_ms"] / base_cold
         values["cpu_ratio"] = values["cpu_ms_per_record"] / base["cpu_ms_per_record"]
+        values["cpu_ratio_without_tool"] = (
+            values["cpu_ms_per_record"] - values["tool_ms_per_record"]
+        ) / base["cpu_ms_per_record"]
         values["traced_cpu_ratio"] = values["traced_cpu_ms_per_record"] / base["traced_cpu_ms_per_record"]
     return {name: {key: round(value, 3) for key, value in values.items()} for name, values in figures.items()}
 

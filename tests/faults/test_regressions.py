@@ -289,8 +289,9 @@ def _reconciled_skus(published: Mapping[str, list[str]]) -> list[str]:
 @pytest.mark.parametrize(
     "claim_call",
     [
-        # execute's reads: sku-a's guard read (0), sku-b's (1), sku-a's redelivery (2), after the lapse (3)
-        ("ExecuteFunction:dynamodb.BatchGetItem", 3),
+        # execute's reads: sku-a's and sku-b's guard reads, together for their batch (0), sku-a's
+        # redelivery (1), after the lapse (2)
+        ("ExecuteFunction:dynamodb.BatchGetItem", 2),
         # execute's UpdateItems: sku-a's journal write (0), the save of its result (1), sku-b's two (2, 3),
         # and sku-a's resource move after the lapse (4)
         ("ExecuteFunction:dynamodb.UpdateItem", 4),

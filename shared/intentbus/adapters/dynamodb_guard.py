@@ -11,22 +11,50 @@ version the command was authorized at to the next one. Of commands authorized at
 first to claim runs; the rest find the version moved and are conflicts. A claim by the same command
 again (a retry after a crash) passes, so a holder that died never blocks its resource: there is nothing
 to release, and a command authorized after the claim reads the new version.
+
+An SQS batch's checks are read ahead together (``prefetch``: one BatchGetItem per 100 keys, keys left
+unprocessed asked once more, their claims then read alone; a read that fails leaves every claim to read
+alone). Each answer holds only its own request's keys (its tenant's run and that command's authorization)
+and is served once, to the first claim with exactly that request's ``key``; any later claim (after a
+lapsed attempt, a legacy run's second look, a claim the in-progress write could not make) reads again.
+Read a little earlier, the answer is as good: the authorization item is written once, before the
+CommandAuthorized it authorizes is published, so a genuine fact's is there when its batch is read and a
+forgery's digest is never there; the run's status read at the start of the batch is no different from
+one that ends while the tool runs, as above, and the definition a run was started under never changes.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, auth_sk, resource_pk, run_pk
+from intentbus.adapters.dynamodb_store import (
+    BATCH_GET_ATTEMPTS,
+    BATCH_GET_KEYS,
+    RESOURCE_SK,
+    STATE_SK,
+    auth_sk,
+    resource_pk,
+    run_pk,
+)
 from intentbus.ports import Claim, ClaimRequest, ClaimStatus
 from intentbus.state import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+logger = logging.getLogger(__name__)
+
+_PROJECTION = {
+    "ProjectionExpression": "pk, sk, #status, workflow, #definition, digest",
+    "ExpressionAttributeNames": {"#status": "status", "#definition": "definition"},
+}
+"""What a check reads of the run's state and the authorization items."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +78,8 @@ class DynamoExecutionGuard:
     def __init__(self, table_name: str, client: DynamoDBClient) -> None:
         self._table = table_name
         self._client = client
+        self._ready: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+        """Checks read ahead (``prefetch``): by the claim's key, its items by sort key."""
 
     def claim(
         self,
@@ -121,31 +151,77 @@ class DynamoExecutionGuard:
         }
         return ClaimActions([{"Update": move}])
 
-    def _checked(self, request: ClaimRequest) -> Claim | None:
-        """The refusal from one consistent read of the run's state and the command's authorization."""
-        pk = {"S": run_pk(request.tenant_id, request.run_id)}
-        keys = [{"pk": pk, "sk": {"S": STATE_SK}}]
-        if request.authorization is not None:
-            keys.append({"pk": pk, "sk": {"S": auth_sk(request.command_id)}})
-        found: list[dict[str, Any]] = []
-        ask: dict[str, Any] = {
-            self._table: {
-                "Keys": keys,
-                "ConsistentRead": True,
-                "ProjectionExpression": "sk, #status, workflow, #definition, digest",
-                "ExpressionAttributeNames": {"#status": "status", "#definition": "definition"},
-            }
+    def prefetch(self, requests: Sequence[ClaimRequest]) -> None:
+        """Reads what these claims check, together (see the module's docstring); replaces what an
+        earlier batch left. A lone claim's own read costs the same one call: nothing is read ahead."""
+        self._ready = {}
+        keys_of = {request.key(): _check_keys(request) for request in requests}
+        if len(keys_of) < 2:
+            return
+        try:
+            found, unread = self._read_together(
+                list(dict.fromkeys(key for keys in keys_of.values() for key in keys))
+            )
+        except Exception:
+            logger.warning("the batch's claims could not be checked together; each claim reads its own")
+            return
+        self._ready = {
+            request: {sk: found[(pk, sk)] for pk, sk in keys if (pk, sk) in found}
+            for request, keys in keys_of.items()
+            if unread.isdisjoint(keys)
         }
-        while ask:
-            response = self._client.batch_get_item(RequestItems=ask)
-            found.extend(response["Responses"].get(self._table, []))
-            ask = dict(response.get("UnprocessedKeys") or {})
-        by_sk = {item["sk"]["S"]: item for item in found}
+
+    def forget(self) -> None:
+        self._ready = {}
+
+    @property
+    def prefetched(self) -> int:
+        """How many checks read ahead are still waiting for their claim."""
+        return len(self._ready)
+
+    def _read_together(
+        self, wanted: list[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], dict[str, Any]], set[tuple[str, str]]]:
+        """The items found by key, and the keys left unprocessed after a second ask."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        unread: set[tuple[str, str]] = set()
+        for start in range(0, len(wanted), BATCH_GET_KEYS):
+            chunk: list[dict[str, Any]] = [
+                {"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in wanted[start : start + BATCH_GET_KEYS]
+            ]
+            for _ in range(BATCH_GET_ATTEMPTS):
+                ask: dict[str, Any] = {self._table: {"Keys": chunk, "ConsistentRead": True, **_PROJECTION}}
+                response = self._client.batch_get_item(RequestItems=ask)
+                for item in response["Responses"].get(self._table, []):
+                    found[(item["pk"]["S"], item["sk"]["S"])] = item
+                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
+                chunk = list(unprocessed.get(self._table, {}).get("Keys", []))
+                if not chunk:
+                    break
+            unread.update((key["pk"]["S"], key["sk"]["S"]) for key in chunk)
+        return found, unread
+
+    def _checked(self, request: ClaimRequest) -> Claim | None:
+        """The refusal from one consistent read of the run's state and the command's authorization
+        (read ahead with the batch's, if it was and this claim is the first to ask)."""
+        by_sk = self._ready.pop(request.key(), None)
+        if by_sk is None:
+            by_sk = self._read_alone(request)
         if request.authorization is not None:
             granted = by_sk.get(auth_sk(request.command_id), {}).get("digest", {}).get("S")
             if granted != request.authorization:
                 return Claim(ClaimStatus.NOT_AUTHORIZED)
         return _run_refused(by_sk.get(STATE_SK, {}), request.definition)
+
+    def _read_alone(self, request: ClaimRequest) -> dict[str, dict[str, Any]]:
+        keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in _check_keys(request)]
+        found: list[dict[str, Any]] = []
+        ask: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True, **_PROJECTION}}
+        while ask:
+            response = self._client.batch_get_item(RequestItems=ask)
+            found.extend(response["Responses"].get(self._table, []))
+            ask = dict(response.get("UnprocessedKeys") or {})
+        return {item["sk"]["S"]: item for item in found}
 
     def predates_authorizations(self, tenant_id: str, run_id: str) -> bool:
         from intentbus.adapters.dynamodb_store import state_from_item
@@ -159,6 +235,15 @@ class DynamoExecutionGuard:
         if item is None:
             return False
         return state_from_item(item).checks == LEGACY_CHECKS
+
+
+def _check_keys(request: ClaimRequest) -> list[tuple[str, str]]:
+    """The items a claim's check reads: the run's state, and the command's authorization if it has one."""
+    pk = run_pk(request.tenant_id, request.run_id)
+    keys = [(pk, STATE_SK)]
+    if request.authorization is not None:
+        keys.append((pk, auth_sk(request.command_id)))
+    return keys
 
 
 def _run_refused(item: dict[str, Any], definition: tuple[str, str] | None) -> Claim | None:

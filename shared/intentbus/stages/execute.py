@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from intentbus import facts, span_notes
 from intentbus.backoff import visibility_seconds
+from intentbus.claims import ClaimStore
 from intentbus.definition import (
     ClientProvider,
     CommandSpec,
@@ -36,6 +37,7 @@ from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
 from intentbus.ports import (
+    ChecksAhead,
     Claim,
     ClaimRequest,
     ClaimStatus,
@@ -73,38 +75,45 @@ class ExecuteStage(Stage):
     """Where a run is paused when a command runs out of attempts; without one the failure propagates."""
     jitter: Callable[[], float] = random.random
 
+    def __post_init__(self) -> None:
+        self._parsed: dict[str, _Read] = {}
+
     def bind(self, context: LambdaContext) -> None:
         self.runner.bind(context)
+
+    def prefetch(self, bodies: Sequence[str]) -> None:
+        """Reads the batch's facts, each once (kept for ``handle``), and has the guard read ahead what
+        their claims check, together. A body that cannot be read here (malformed, or its payload
+        claim-checked) is read again, and rejected or read alone, in its turn."""
+        self._parsed = {}
+        requests: list[ClaimRequest] = []
+        for body in bodies:
+            try:
+                read = self._read(body, None)
+            except Exception:
+                continue
+            self._parsed[body] = read
+            requests.append(read.claim(self))
+        if isinstance(self.guard, ChecksAhead):
+            self.guard.prefetch(requests)
+
+    def end_batch(self) -> None:
+        self._parsed = {}
+        if isinstance(self.guard, ChecksAhead):
+            self.guard.forget()
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         return self.handle_delivery(body, message_id, Delivery())
 
     def handle_delivery(self, body: str, message_id: str | None, delivery: Delivery) -> StageResult:
         try:
-            fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized}, self.deps.claims)
-            command = fact.payload.command
-            if fact.payload.verdict.effect is not Effect.ALLOW or command.kind is not Kind.COMMAND:
-                raise MalformedInput(
-                    f"CommandAuthorized for a {command.kind.value} "
-                    f"with a {fact.payload.verdict.effect.value} verdict",
-                    field="detail.payload.verdict",
-                )
-            if command.idempotency_key is None:
-                raise MalformedInput(f"{command.type!r} has no idempotency key", field="command")
+            read = self._parsed.pop(body, None) or self._read(body, self.deps.claims)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-
-        spec = self.deps.catalog.command(command.type)
-        workflow = self.deps.catalog.owner(command.type)
-        if spec is None or workflow is None:
-            why = f"no workflow in this deployment declares the command {command.type!r}"
-            return self._not_run(fact, why, body, message_id)
-        try:
-            arguments = typed_payload(spec.model, command, "command")
-        except MalformedInput as problem:
-            definition = f"{workflow.name} v{workflow.version}"
-            why = f"the command does not fit {command.type} of {definition}: {problem.reason}"
-            return self._not_run(fact, why, body, message_id)
+        fact, command = read.fact, read.fact.payload.command
+        if read.declared is None:
+            return self._not_run(read, body, message_id)
+        spec, workflow, arguments = read.declared
 
         span_notes.note(
             {
@@ -113,22 +122,14 @@ class ExecuteStage(Stage):
                 span_notes.ATTEMPT: delivery.receive_count,
             }
         )
-        resource = spec.resource(arguments) if spec.resource is not None else None
-        claim = _claim_request(
-            self,
-            fact.envelope,
-            command,
-            resource=resource,
-            seen_version=fact.payload.resource_version,
-            definition=(workflow.name, workflow.version),
-        )
+        claim = read.claim(self)
         attempt = _Attempt(
             self,
             fact.envelope,
             command,
             spec.tool,
             arguments,
-            resource,
+            read.resource,
             fact.payload.resource_version,
             workflow,
             claim,
@@ -147,6 +148,34 @@ class ExecuteStage(Stage):
         return publish(
             self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
         )
+
+    def _read(self, body: str, claims: ClaimStore | None) -> _Read:
+        """The fact in ``body`` and what its command will claim; ``MalformedInput`` if it is not an allowed
+        command's CommandAuthorized (``claims=None``: a claim-checked payload is malformed too)."""
+        fact = read_fact(body, {facts.COMMAND_AUTHORIZED: facts.CommandAuthorized}, claims)
+        command = fact.payload.command
+        if fact.payload.verdict.effect is not Effect.ALLOW or command.kind is not Kind.COMMAND:
+            raise MalformedInput(
+                f"CommandAuthorized for a {command.kind.value} "
+                f"with a {fact.payload.verdict.effect.value} verdict",
+                field="detail.payload.verdict",
+            )
+        if command.idempotency_key is None:
+            raise MalformedInput(f"{command.type!r} has no idempotency key", field="command")
+        authorization = authorization_digest(fact.envelope.id, command, fact.payload.resource_version)
+        spec = self.deps.catalog.command(command.type)
+        workflow = self.deps.catalog.owner(command.type)
+        if spec is None or workflow is None:
+            why = f"no workflow in this deployment declares the command {command.type!r}"
+            return _Read(fact, authorization, not_declared=why)
+        try:
+            arguments = typed_payload(spec.model, command, "command")
+        except MalformedInput as problem:
+            definition = f"{workflow.name} v{workflow.version}"
+            why = f"the command does not fit {command.type} of {definition}: {problem.reason}"
+            return _Read(fact, authorization, not_declared=why)
+        resource = spec.resource(arguments) if spec.resource is not None else None
+        return _Read(fact, authorization, (spec, workflow, arguments), resource)
 
     def _retry(
         self, incoming: Envelope, spec: CommandSpec, error: Exception, delivery: Delivery
@@ -168,20 +197,17 @@ class ExecuteStage(Stage):
             raise error  # no running run to pause: the failure takes its course
         return paused
 
-    def _not_run(
-        self, fact: Fact[facts.CommandAuthorized], why: str, body: str, message_id: str | None
-    ) -> StageResult:
+    def _not_run(self, read: _Read, body: str, message_id: str | None) -> StageResult:
         """A command this deployment has no tool for (a redeploy dropped or changed its workflow): once the
         guard finds its authorization recorded, it is skipped with the reason, so record ends the run."""
-        incoming, command, seen_version = fact.envelope, fact.payload.command, fact.payload.resource_version
+        incoming, command = read.fact.envelope, read.fact.payload.command
         ran = False
 
         def skip() -> dict[str, Any]:
             nonlocal ran
             ran = True
-            request = _claim_request(self, incoming, command, resource=None, seen_version=seen_version)
-            claim = _guarded_claim(self, incoming, command, request)
-            reason = f"{why}: not run"
+            claim = _guarded_claim(self, incoming, command, read.claim(self))
+            reason = f"{read.not_declared}: not run"
             if claim.status is ClaimStatus.RUN_ENDED:
                 reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
             skipped = facts.CommandSkipped(command=command, reason=reason)
@@ -194,6 +220,33 @@ class ExecuteStage(Stage):
         except NotRecorded as error:
             return self.reject(error, body, message_id)
         return publish(self.deps, Outcome.APPLIED if ran else Outcome.DUPLICATE, incoming, (output,))
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
+
+    fact: Fact[facts.CommandAuthorized]
+    authorization: str
+    declared: tuple[CommandSpec, Workflow, BaseModel] | None = None
+    """The command's spec, its workflow and its arguments; ``None`` if this deployment cannot run it."""
+    resource: str | None = None
+    not_declared: str | None = None
+    """Why this deployment cannot run the command (``declared`` is ``None``)."""
+
+    def claim(self, stage: ExecuteStage) -> ClaimRequest:
+        """The guard's claim for the command (no resource, no definition if it is not declared), now."""
+        workflow = None if self.declared is None else self.declared[1]
+        return ClaimRequest(
+            tenant_id=self.fact.payload.command.tenant_id,
+            run_id=self.fact.payload.command.run_id,
+            command_id=self.fact.payload.command.id,
+            resource=self.resource,
+            seen_version=self.fact.payload.resource_version,
+            authorization=self.authorization,
+            now=stage.deps.clock.now(),
+            definition=None if workflow is None else (workflow.name, workflow.version),
+        )
 
 
 @dataclass
@@ -343,28 +396,6 @@ class _Attempt:
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
         return _follow(self.stage, self.incoming, fact_type, payload)
-
-
-def _claim_request(
-    stage: ExecuteStage,
-    incoming: Envelope,
-    command: Envelope,
-    *,
-    resource: str | None,
-    seen_version: int | None,
-    definition: tuple[str, str] | None = None,
-) -> ClaimRequest:
-    """The guard's claim for the command this fact authorizes, checked against its recorded authorization."""
-    return ClaimRequest(
-        tenant_id=command.tenant_id,
-        run_id=command.run_id,
-        command_id=command.id,
-        resource=resource,
-        seen_version=seen_version,
-        authorization=authorization_digest(incoming.id, command, seen_version),
-        now=stage.deps.clock.now(),
-        definition=definition,
-    )
 
 
 def _guarded_claim(
