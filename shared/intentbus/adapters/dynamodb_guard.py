@@ -34,11 +34,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from intentbus.adapters.dynamodb_store import (
-    BATCH_GET_ATTEMPTS,
-    BATCH_GET_KEYS,
     RESOURCE_SK,
     STATE_SK,
     auth_sk,
+    read_keys_together,
     resource_pk,
     run_pk,
 )
@@ -159,9 +158,8 @@ class DynamoExecutionGuard:
         if len(keys_of) < 2:
             return
         try:
-            found, unread = self._read_together(
-                list(dict.fromkeys(key for keys in keys_of.values() for key in keys))
-            )
+            wanted = list(dict.fromkeys(key for keys in keys_of.values() for key in keys))
+            found, unread = read_keys_together(self._client, self._table, wanted, **_PROJECTION)
         except Exception:
             logger.warning("the batch's claims could not be checked together; each claim reads its own")
             return
@@ -178,28 +176,6 @@ class DynamoExecutionGuard:
     def prefetched(self) -> int:
         """How many checks read ahead are still waiting for their claim."""
         return len(self._ready)
-
-    def _read_together(
-        self, wanted: list[tuple[str, str]]
-    ) -> tuple[dict[tuple[str, str], dict[str, Any]], set[tuple[str, str]]]:
-        """The items found by key, and the keys left unprocessed after a second ask."""
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        unread: set[tuple[str, str]] = set()
-        for start in range(0, len(wanted), BATCH_GET_KEYS):
-            chunk: list[dict[str, Any]] = [
-                {"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in wanted[start : start + BATCH_GET_KEYS]
-            ]
-            for _ in range(BATCH_GET_ATTEMPTS):
-                ask: dict[str, Any] = {self._table: {"Keys": chunk, "ConsistentRead": True, **_PROJECTION}}
-                response = self._client.batch_get_item(RequestItems=ask)
-                for item in response["Responses"].get(self._table, []):
-                    found[(item["pk"]["S"], item["sk"]["S"])] = item
-                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
-                chunk = list(unprocessed.get(self._table, {}).get("Keys", []))
-                if not chunk:
-                    break
-            unread.update((key["pk"]["S"], key["sk"]["S"]) for key in chunk)
-        return found, unread
 
     def _checked(self, request: ClaimRequest) -> Claim | None:
         """The refusal from one consistent read of the run's state and the command's authorization

@@ -261,21 +261,7 @@ class DynamoWorkflowStore:
         more, and a request whose keys are still unprocessed is left out of the answer."""
         keys_of = {request: snapshot_keys(request) for request in dict.fromkeys(requests)}
         wanted = list(dict.fromkeys(key for keys in keys_of.values() for key in keys))
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        unread: set[tuple[str, str]] = set()
-        for start in range(0, len(wanted), BATCH_GET_KEYS):
-            chunk = _key_items(wanted[start : start + BATCH_GET_KEYS])
-            for _ in range(BATCH_GET_ATTEMPTS):
-                response = self._client.batch_get_item(
-                    RequestItems={self._table: {"Keys": chunk, "ConsistentRead": True}}
-                )
-                for item in response["Responses"].get(self._table, []):
-                    found[(item["pk"]["S"], item["sk"]["S"])] = item
-                unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
-                chunk = list(unprocessed.get(self._table, {}).get("Keys", []))
-                if not chunk:
-                    break
-            unread.update((key["pk"]["S"], key["sk"]["S"]) for key in chunk)
+        found, unread = read_keys_together(self._client, self._table, wanted)
         return {
             request: snapshot_of(request, [found[key] for key in keys if key in found])
             for request, keys in keys_of.items()
@@ -488,3 +474,25 @@ class DynamoWorkflowStore:
                 states.extend(state_from_item(item) for item in response["Responses"].get(self._table, []))
                 request = dict(response.get("UnprocessedKeys") or {})
         return states
+
+
+def read_keys_together(
+    client: DynamoDBClient, table: str, wanted: list[tuple[str, str]], **read: Any
+) -> tuple[dict[tuple[str, str], dict[str, Any]], set[tuple[str, str]]]:
+    """Consistent BatchGetItems of ``wanted`` (pk, sk) keys, 100 a call, unprocessed keys asked once more:
+    the items found by key, and the keys still unprocessed. ``read``: more of the request (a projection)."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    unread: set[tuple[str, str]] = set()
+    for start in range(0, len(wanted), BATCH_GET_KEYS):
+        chunk = _key_items(wanted[start : start + BATCH_GET_KEYS])
+        for _ in range(BATCH_GET_ATTEMPTS):
+            request: dict[str, Any] = {table: {"Keys": chunk, "ConsistentRead": True, **read}}
+            response = client.batch_get_item(RequestItems=request)
+            for item in response["Responses"].get(table, []):
+                found[(item["pk"]["S"], item["sk"]["S"])] = item
+            unprocessed: dict[str, Any] = dict(response.get("UnprocessedKeys") or {})
+            chunk = list(unprocessed.get(table, {}).get("Keys", []))
+            if not chunk:
+                break
+        unread.update((key["pk"]["S"], key["sk"]["S"]) for key in chunk)
+    return found, unread
