@@ -58,7 +58,7 @@ from intentbus.record_log import RecordLog
 from intentbus.registry import WITHHELD, TypeRegistry
 from intentbus.retries import Delivery, HandlesDeliveries, RetryLater, VisibilityPort
 from intentbus.runtime import Runtime
-from intentbus.stages.common import BatchReadingStage, StageCore, StageResult
+from intentbus.stages.common import StageCore, StageResult
 from intentbus.xray import traced, xray_tracer
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ class SqsStageHandler:
         """The batch's snapshots (execute: its guard's checks) read together before its records are
         handled one by one (intentbus.batch_reads); should that fail, each record reads its own."""
         core = self.core
-        if not isinstance(core, BatchReadingStage | ReadsAhead):
+        if not isinstance(core, ReadsAhead):
             return None
         bodies = [
             raw["body"] for raw in records if isinstance(raw, dict) and isinstance(raw.get("body"), str)
