@@ -74,7 +74,8 @@ QUARANTINE = "QuarantineQueue"
 CRM = "CrmTable"
 _READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
 _METRICS_REFRESH_SECONDS = 300.0
-_IN_PROGRESS = "INPROGRESS"
+_TAKEN = ("INPROGRESS", "COMPLETED")
+"""A record's status as put: in progress, or (read-only commands) completed; Powertools' save updates."""
 PRODUCER_BINDINGS = "monitoring.example=*;orders.example=*;crm.example=*"
 """The schedules' producers (incident, fan-out, direct tool), each bound to any tenant: every schedule
 has tenants of its own. Nothing else is bound, so a forged input of another source is refused."""
@@ -621,7 +622,8 @@ def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
 
 
 def in_progress_put(service: str, operation: str, params: dict[str, Any], table: str) -> str | None:
-    """The idempotency record a call puts in progress, on its own or in the guard's transaction."""
+    """The idempotency record a call puts in progress, on its own or in the guard's transaction; or puts
+    completed at once (a read-only command's, which takes no lock)."""
     if service != "dynamodb":
         return None
     puts = [params] if operation == "PutItem" else []
@@ -629,7 +631,7 @@ def in_progress_put(service: str, operation: str, params: dict[str, Any], table:
         puts = [action["Put"] for action in params.get("TransactItems", []) if "Put" in action]
     for put in puts:
         item = put.get("Item", {})
-        if put.get("TableName") == table and item.get("status", {}).get("S") == _IN_PROGRESS:
+        if put.get("TableName") == table and item.get("status", {}).get("S") in _TAKEN:
             return str(item["id"]["S"])
     return None
 
