@@ -414,7 +414,8 @@ class PowertoolsIdempotentRunner:
         - free (or its result expired): this result is stored and returned;
         - holding a completed record with this payload (an earlier delivery, or one racing this one that
           stored first): that stored result is returned and the fresh one dropped, so every delivery of
-          the command publishes the same outcome, whichever ran its tool last;
+          the command publishes the same fact, byte for byte (its id is derived from the input, its time
+          and result are the first delivery's), whichever ran its tool last;
         - holding another payload's record: ``KeyHeldByAnotherCommand``, nothing stored, as on ``run``;
         - in progress (an attempt on the locked path: a deployment before this one, or one whose tool's
           declaration changed), live or lapsed: the put stored nothing, and the command goes the locked
