@@ -74,7 +74,9 @@ QUARANTINE = "QuarantineQueue"
 CRM = "CrmTable"
 _READS = ("Describe", "Get", "List", "Query", "Scan", "BatchGet")
 _METRICS_REFRESH_SECONDS = 300.0
-_IN_PROGRESS = "INPROGRESS"
+_COMPLETED = "COMPLETED"
+_TAKEN = ("INPROGRESS", _COMPLETED)
+"""A record's status as put: in progress, or (read-only commands) completed; Powertools' save updates."""
 PRODUCER_BINDINGS = "monitoring.example=*;orders.example=*;crm.example=*"
 """The schedules' producers (incident, fan-out, direct tool), each bound to any tenant: every schedule
 has tenants of its own. Nothing else is bound, so a forged input of another source is refused."""
@@ -140,6 +142,28 @@ class CallTracker:
         _, sandbox = self._sandboxes.setdefault(id(stage), (stage, len(self._sandboxes) + 1))
         self.model_calls.append(ModelCall(self._seq, key, sandbox))
 
+    def _own_calls_before(self, record: str) -> None:
+        """A read-only command's record is put after its tool ran: execute's calls since the last record
+        ended are its."""
+        for index in range(len(self.made) - 1, -1, -1):
+            made = self.made[index]
+            if made.function != EXECUTE:
+                continue
+            if made.record is not None:
+                return
+            self.made[index] = replace(made, record=record)
+
+    def _ends_record(self, call: Call) -> bool:
+        """The record's command is done: its result saved (or put at once), or its record released."""
+        if call.service != "dynamodb" or call.params.get("TableName") != self._idempotency_table:
+            return False
+        if call.operation == "DeleteItem":
+            return True
+        values = call.params.get("ExpressionAttributeValues", {})
+        saved = call.operation == "UpdateItem" and values.get(":status", {}).get("S") == _COMPLETED
+        status = call.params.get("Item", {}).get("status", {}).get("S")
+        return saved or (call.operation == "PutItem" and status == _COMPLETED)
+
     def forget_model_calls(self) -> None:
         self.model_calls.clear()
         self._sandboxes.clear()
@@ -150,6 +174,8 @@ class CallTracker:
             taken = in_progress_put(call.service, call.operation, call.params, self._idempotency_table)
             if taken is not None:
                 self._current = taken
+                if call.operation == "PutItem" and call.params["Item"]["status"]["S"] == _COMPLETED:
+                    self._own_calls_before(taken)
         self._seq += 1
         made = MadeCall(
             seq=self._seq,
@@ -160,6 +186,8 @@ class CallTracker:
             ok=False,
             record=self._current if function == EXECUTE else None,
         )
+        if function == EXECUTE and self._ends_record(call):
+            self._current = None
         try:
             response = proceed(call.params)
         except ClientError:
@@ -621,7 +649,8 @@ def _merged(first: RunSummary, second: RunSummary) -> RunSummary:
 
 
 def in_progress_put(service: str, operation: str, params: dict[str, Any], table: str) -> str | None:
-    """The idempotency record a call puts in progress, on its own or in the guard's transaction."""
+    """The idempotency record a call puts in progress, on its own or in the guard's transaction; or puts
+    completed at once (a read-only command's, which takes no lock)."""
     if service != "dynamodb":
         return None
     puts = [params] if operation == "PutItem" else []
@@ -629,7 +658,7 @@ def in_progress_put(service: str, operation: str, params: dict[str, Any], table:
         puts = [action["Put"] for action in params.get("TransactItems", []) if "Put" in action]
     for put in puts:
         item = put.get("Item", {})
-        if put.get("TableName") == table and item.get("status", {}).get("S") == _IN_PROGRESS:
+        if put.get("TableName") == table and item.get("status", {}).get("S") in _TAKEN:
             return str(item["id"]["S"])
     return None
 

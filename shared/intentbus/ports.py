@@ -251,3 +251,23 @@ class IdempotentRunner(Protocol):
         same write as its in-progress record (``ClaimRequest.made``); others ignore it.
         """
         ...
+
+
+@runtime_checkable
+class RunsReadsUnlocked(Protocol):
+    """An ``IdempotentRunner`` that can run work which changes nothing without its in-progress lock."""
+
+    def run_read_only(
+        self,
+        command: Envelope,
+        work: Callable[[], dict[str, Any]],
+        after_lapse: Callable[[], dict[str, Any]] | None = None,
+        claim: ClaimRequest | None = None,
+    ) -> dict[str, Any]:
+        """As ``run``, for work that only reads (a ``ToolEffect.READ_ONLY`` tool whose claim moves no
+        resource): ``work`` runs with no in-progress record (it makes its own claim, first), then one
+        conditional write stores its result if the key is free. If the key is held by the same command's
+        result, that stored result is returned instead of the fresh one, so every delivery answers alike;
+        by another payload, ``KeyHeldByAnotherCommand``; by an attempt in progress (or lapsed), the command
+        goes the way ``run`` takes it. A runner whose store cannot do this runs ``run``."""
+        ...

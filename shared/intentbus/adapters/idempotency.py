@@ -7,6 +7,11 @@ no extra call), so a tool that is unsafe to repeat is reconciled instead of run 
 With the execution guard at hand (``GuardedPersistenceLayer``), the guard reads the run and the
 authorization first; the in-progress record is then put on its own, or with the resource's move in one
 TransactWriteItems when the command names a resource.
+
+A command whose tool only reads and names no resource takes no lock at all
+(``PowertoolsIdempotentRunner.run_read_only``): its claim is checked, the tool runs, and one conditional
+put stores the completed record Powertools would have saved (same key, payload hash and packed result),
+so either path reads the other's records.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
 # Stable across function renames, so a renamed function does not run a command again.
 KEY_PREFIX = "intentbus.execute"
 IN_PROGRESS = "INPROGRESS"
+COMPLETED = "COMPLETED"
 REFUSED = "refused"
 """Set on an in-progress record whose attempt was refused (ran nothing): its lapse is no unknown effect."""
 
@@ -146,7 +153,7 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
             request.made = prepared.refused
             return super()._put_record(data_record)
         now = time.time() + _clock_offset()
-        put = self._in_progress_put(data_record, now)
+        put = self._put_unless_held(data_record, now)
         try:
             if prepared.actions:
                 actions: list[Any] = [{"Put": put}, *prepared.actions]
@@ -174,7 +181,38 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         request.made = Claim(ClaimStatus.CLAIMED)
         return None
 
-    def _in_progress_put(self, record: DataRecord, now: float) -> dict[str, Any]:
+    def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
+        """Stores ``result`` as the completed record of ``data``'s key if the key is new or its result
+        expired: ``None`` then. Else the item holding the key, once its payload hash is found to be
+        ``data``'s (``IdempotencyValidationError`` if it is not: another command's key)."""
+        key = self._get_hashed_idempotency_key(data)
+        assert key is not None  # raise_on_no_idempotency_key: Powertools raised for a command without one
+        record = DataRecord(
+            idempotency_key=key,
+            status=COMPLETED,
+            expiry_timestamp=self._get_expiry_timestamp(),
+            response_data=json.dumps(result, cls=Encoder, sort_keys=True),
+            payload_hash=self._get_hashed_payload(data),
+        )
+        try:
+            self._unwatched.put_item(**self._put_unless_held(record, time.time() + _clock_offset()))
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            response: dict[str, Any] = dict(error.response)
+            held: dict[str, Any] | None = response.get("Item")
+            if held is None:
+                raise
+            stored_hash = held.get(self.validation_key_attr, {}).get("S")
+            if self.payload_validation_enabled and stored_hash != record.payload_hash:
+                raise IdempotencyValidationError(
+                    "Payload does not match stored record for this event key"
+                ) from error
+            return held
+        return None
+
+    def _put_unless_held(self, record: DataRecord, now: float) -> dict[str, Any]:
+        """The record's PutItem, taking a key that is new or whose result expired (see the class)."""
         offset = _clock_offset()
         item: dict[str, Any] = {
             **self._get_key(record.idempotency_key),
@@ -184,6 +222,8 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         if record.in_progress_expiry_timestamp is not None:
             expiry_ms = int(record.in_progress_expiry_timestamp + offset * 1000)
             item[self.in_progress_expiry_attr] = {"N": str(expiry_ms)}
+        if record.response_data:
+            item[self.data_attr] = {"S": record.response_data}
         if self.payload_validation_enabled and record.payload_hash:
             item[self.validation_key_attr] = {"S": record.payload_hash}
         return {
@@ -301,6 +341,8 @@ class PowertoolsIdempotentRunner:
         self._lease_seconds = lease_seconds
         self._watch = watch
         self._guarded = persistence if isinstance(persistence, GuardedPersistenceLayer) else None
+        # As Powertools' handler does on its first call: a read-only command's own put may come first.
+        persistence.configure(self.config, key_prefix=KEY_PREFIX)
         self._run = idempotent_function(
             data_keyword_argument="command",
             persistence_store=persistence,
@@ -349,6 +391,55 @@ class PowertoolsIdempotentRunner:
             raise KeyHeldByAnotherCommand(str(error)) from error
         # What ran here is returned as it was made; only a result read back from the store is unpacked.
         return ran[-1] if ran else _unpacked(stored)
+
+    def run_read_only(
+        self,
+        command: Envelope,
+        work: Callable[[], dict[str, Any]],
+        after_lapse: Callable[[], dict[str, Any]] | None = None,
+        claim: ClaimRequest | None = None,
+    ) -> dict[str, Any]:
+        """``work`` that changes nothing (``ports.RunsReadsUnlocked``), run without the in-progress record:
+        two writes fewer than ``run`` (the in-progress put and the save), one conditional put instead.
+
+        Only on DynamoDB with the guard (``GuardedPersistenceLayer``); the Redis layer, and a DynamoDB
+        layer without the guard, run ``run``. ``work`` makes the guard's claim first (no claim is folded
+        here): a refused fact raises ``NotRecorded`` before the tool runs and nothing is written, as the
+        locked path releases its record; a claim that finds the run ended or retired returns the skip,
+        which is stored as the locked path stores it. A failure writes nothing: SQS redelivers, and the
+        tool, which changes nothing, runs again.
+
+        Then the key, as the put finds it:
+
+        - free (or its result expired): this result is stored and returned;
+        - holding a completed record with this payload (an earlier delivery, or one racing this one that
+          stored first): that stored result is returned and the fresh one dropped, so every delivery of
+          the command publishes the same fact, byte for byte (its id is derived from the input, its time
+          and result are the first delivery's), whichever ran its tool last;
+        - holding another payload's record: ``KeyHeldByAnotherCommand``, nothing stored, as on ``run``;
+        - in progress (an attempt on the locked path: a deployment before this one, or one whose tool's
+          declaration changed), live or lapsed: the put stored nothing, and the command goes the locked
+          way, with the fresh result as its work. A live lease makes Powertools raise
+          ``IdempotencyAlreadyInProgressError`` (SQS redelivers once that attempt has stored its result,
+          which the redelivery then returns); a lapsed one is replaced and noticed, and ``after_lapse``
+          checks it as ``run`` would. Never overwritten blindly: the record in progress may be the only
+          trace of a write whose outcome is unknown.
+        """
+        layer = self._guarded
+        if layer is None:
+            return self.run(command, work, after_lapse, claim)
+        data = command.to_json_dict()
+        result = work()
+        try:
+            held = layer.put_completed(data, _call(data, lambda: result))
+        except IdempotencyValidationError as error:
+            raise KeyHeldByAnotherCommand(str(error)) from error
+        if held is None:
+            return result
+        if held.get(layer.status_attr, {}).get("S") == COMPLETED:
+            stored: dict[str, Any] = json.loads(held[layer.data_attr]["S"])
+            return _unpacked(stored)
+        return self.run(command, lambda: result, after_lapse, claim)
 
 
 class _KeepInProgress(BaseException):

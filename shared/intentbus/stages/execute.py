@@ -5,6 +5,11 @@ connection) is retried per the command's ``RetryPolicy``: attempt ``n`` is the m
 ``ApproximateReceiveCount``; while attempts remain the stage raises ``RetryLater`` with the backoff, which
 the handler turns into the message's visibility; the last failed attempt pauses the run for review
 (``intentbus.failure_review``) and the message is done.
+
+A command whose tool is ``ToolEffect.READ_ONLY`` and names no resource runs without the in-progress lock
+where the runner can (``RunsReadsUnlocked``): the guard's check still comes first, and the first result
+stored for the key is the one every delivery publishes. A read-only tool may then run more than once per
+command (deliveries racing, a failure before the store); it changes nothing, so only its result counts.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from intentbus.definition import (
     RepeatSafety,
     Tool,
     ToolContext,
+    ToolEffect,
     ToolError,
     Workflow,
 )
@@ -45,6 +51,7 @@ from intentbus.ports import (
     IdempotentRunner,
     KeyHeldByAnotherCommand,
     OutcomeInDoubt,
+    RunsReadsUnlocked,
     WorkflowStore,
 )
 from intentbus.registry import Payload
@@ -135,8 +142,17 @@ class ExecuteStage(Stage):
             claim,
         )
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
+        runner = self.runner
         try:
-            output = Envelope.model_validate(self.runner.run(command, attempt.run, after_lapse, claim))
+            if (
+                spec.tool.effect is ToolEffect.READ_ONLY
+                and read.resource is None
+                and isinstance(runner, RunsReadsUnlocked)
+            ):
+                answer = runner.run_read_only(command, attempt.run, after_lapse, claim)
+            else:
+                answer = runner.run(command, attempt.run, after_lapse, claim)
+            output = Envelope.model_validate(answer)
         except (ToolError, ClientError, BotoCoreError, OSError) as error:
             if not _retryable(error):
                 raise
@@ -145,9 +161,8 @@ class ExecuteStage(Stage):
             return self.reject(_key_held(command), body, message_id)
         except NotRecorded as error:  # raised inside the runner, so no result is stored for the key
             return self.reject(error, body, message_id)
-        return publish(
-            self.deps, Outcome.APPLIED if attempt.ran else Outcome.DUPLICATE, fact.envelope, (output,)
-        )
+        applied = attempt.made is not None and answer is attempt.made  # else a stored result won
+        return publish(self.deps, Outcome.APPLIED if applied else Outcome.DUPLICATE, fact.envelope, (output,))
 
     def _read(self, body: str, claims: ClaimStore | None) -> _Read:
         """The fact in ``body`` and what its command will claim; ``MalformedInput`` if it is not an allowed
@@ -263,7 +278,8 @@ class _Attempt:
     workflow: Workflow
     claim_request: ClaimRequest
     """The runner may have made it with its in-progress record."""
-    ran: bool = False
+    made: dict[str, Any] | None = None
+    """The last output this attempt made: what the runner returns if it stored it (or ran it locked)."""
 
     @property
     def _context(self) -> ToolContext:
@@ -277,7 +293,6 @@ class _Attempt:
         )
 
     def run(self) -> dict[str, Any]:
-        self.ran = True
         refused = self._claim()
         if refused is not None:
             return refused
@@ -363,7 +378,6 @@ class _Attempt:
 
         The guard is asked first all the same: the lapsed attempt may have been a forged fact whose
         refusal could not release its record, and a forgery is refused, never reconciled."""
-        self.ran = True
         try:
             self._claim()  # raises NotRecorded; a run that ended since is still reconciled
         except (ClientError, BotoCoreError, OSError) as error:
@@ -395,7 +409,8 @@ class _Attempt:
             raise OutcomeInDoubt(f"reconciling {self.tool.name} failed: {error!r}") from error
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
-        return _follow(self.stage, self.incoming, fact_type, payload)
+        self.made = _follow(self.stage, self.incoming, fact_type, payload)
+        return self.made
 
 
 def _guarded_claim(
