@@ -151,3 +151,20 @@ def test_validate_loads_the_cloudevents_reader_only_for_a_cloudevent() -> None:
 
     assert seen["native"] == {"p99_ms": 900.0, "reader_loaded": False}
     assert seen["cloudevent"] == {"p99_ms": 900.0, "reader_loaded": True}
+
+
+def test_decide_loads_the_raw_output_keeper_only_for_a_rejected_decision() -> None:
+    """decide's core imports ``intentbus.model_output`` only when a decision is rejected (~1 ms of a cold
+    start otherwise)."""
+    probe = "import json, sys, intentbus.stages.decide; print(json.dumps(sorted(sys.modules)))"
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT / "shared")}
+    ran = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    assert "intentbus.model_output" not in json.loads(ran.stdout.splitlines()[-1])
