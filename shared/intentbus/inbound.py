@@ -193,19 +193,33 @@ def _check_payload_size(payload: dict[str, Any]) -> None:
         )
 
 
+def _fields_of(detail: dict[str, Any]) -> tuple[dict[str, Any], EventData | None]:
+    """The envelope's fields ``detail`` gives, and a CloudEvent's data (``None`` for a native envelope).
+
+    Only a CloudEvent needs the CloudEvents reader: the stages after validate, and a validate that has
+    seen only native envelopes, never import it."""
+    if "specversion" not in detail:
+        return dict(detail), None
+    from intentbus.cloudevent import read_cloudevent
+
+    return read_cloudevent(detail)
+
+
+def _refused_payload(error: ValidationError, spec: TypeSpec, data: EventData | None) -> MalformedInput:
+    if data is not None:
+        from intentbus.cloudevent import DataForm, missing_data
+
+        if data.form is DataForm.ABSENT:
+            return missing_data(spec)
+    return MalformedInput.from_validation(error, spec.model, prefix="payload.")
+
+
 def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
     """The accepted envelope, with its payload validated by the type's model."""
     detail = bus_event.detail
     if not isinstance(detail, dict):
         raise MalformedInput("detail is not a JSON object", field="detail")
-    # Only validate reads producers' events: the other stages never import the CloudEvents reader.
-    from intentbus.cloudevent import DataForm, missing_data, payload_for, read_cloudevent
-
-    data: EventData | None = None
-    if "specversion" in detail:
-        fields, data = read_cloudevent(detail)
-    else:
-        fields = dict(detail)
+    fields, data = _fields_of(detail)
     spec = _registered_type(fields, bus_event, registry)
     type_name = spec.name
     _check_source(bus_event.source, fields.get("source", bus_event.source))
@@ -214,6 +228,8 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         raise MalformedInput(f"{type_name!r} is a {spec.kind.value}, not a {declared_kind}", field="kind")
 
     if data is not None:
+        from intentbus.cloudevent import payload_for
+
         fields["payload"] = payload_for(data, spec)
     _check_extensions(detail)
 
@@ -241,9 +257,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     try:
         payload = spec.model.model_validate(envelope.payload)
     except ValidationError as error:
-        if data is not None and data.form is DataForm.ABSENT:
-            raise missing_data(spec) from None
-        raise MalformedInput.from_validation(error, spec.model, prefix="payload.") from None
+        raise _refused_payload(error, spec, data) from None
     update: dict[str, Any] = {"payload": payload.model_dump(mode="json")}
     _check_payload_size(update["payload"])  # as it travels, with the model's defaults filled in
     if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:

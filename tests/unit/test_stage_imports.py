@@ -108,3 +108,63 @@ def test_execute_loads_powertools_idempotency_without_boto3() -> None:
     assert seen["asks_for_old_item"] == {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     assert seen["record"] == ["k", "COMPLETED", "4102444800"]
     assert seen["boto3_is_real"] is True
+
+
+_CLOUDEVENT_PROBE = """
+import json, sys
+from intentbus.catalog import Catalog
+from intentbus.inbound import normalize, parse_bus_event
+from intentbus.workflows import incident
+from tests.fakes import raw_body
+
+types = Catalog([incident.workflow]).types
+payload = {
+    "service": "checkout-api", "cluster": "shop", "environment": "dev", "p99_ms": 900, "threshold_ms": 300,
+}
+native = {"id": "evt-1", "type": "ServiceLatencyIncreased", "tenant_id": "acme", "payload": payload}
+cloudevent = {
+    "specversion": "1.0", "id": "ce-1", "source": "monitoring.example", "type": "ServiceLatencyIncreased",
+    "tenantid": "acme", "data": payload,
+}
+seen = {}
+for name, detail in (("native", native), ("cloudevent", cloudevent)):
+    envelope, _ = normalize(parse_bus_event(raw_body(detail, detail_type=detail["type"])), types)
+    loaded = "intentbus.cloudevent" in sys.modules
+    seen[name] = {"p99_ms": envelope.payload["p99_ms"], "reader_loaded": loaded}
+print(json.dumps(seen))
+"""
+
+
+def test_validate_loads_the_cloudevents_reader_only_for_a_cloudevent() -> None:
+    """A native envelope, the common input, is accepted without the CloudEvents reader (~1 ms of a cold
+    start); the first CloudEvent loads it and is read as before."""
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{ROOT / 'shared'}"}
+    ran = subprocess.run(
+        [sys.executable, "-c", _CLOUDEVENT_PROBE],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    seen = json.loads(ran.stdout.splitlines()[-1])
+
+    assert seen["native"] == {"p99_ms": 900.0, "reader_loaded": False}
+    assert seen["cloudevent"] == {"p99_ms": 900.0, "reader_loaded": True}
+
+
+def test_decide_loads_the_raw_output_keeper_only_for_a_rejected_decision() -> None:
+    """decide's core imports ``intentbus.model_output`` only when a decision is rejected (~1 ms of a cold
+    start otherwise)."""
+    probe = "import json, sys, intentbus.stages.decide; print(json.dumps(sorted(sys.modules)))"
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT / "shared")}
+    ran = subprocess.run(
+        [sys.executable, "-c", probe],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+    assert "intentbus.model_output" not in json.loads(ran.stdout.splitlines()[-1])

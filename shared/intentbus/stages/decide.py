@@ -34,7 +34,6 @@ from intentbus.limits import (
     MAX_RATIONALE_CHARS,
     json_bytes,
 )
-from intentbus.model_output import RawOutput
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -117,6 +116,8 @@ class RejectedDecision(MalformedInput):
     code: ClassVar[str] = "rejected_decision"
 
     def __init__(self, why: str, *, field: str | None, agent: str, attempts: list[MalformedDecision]) -> None:
+        from intentbus.model_output import RawOutput  # only a rejected decision keeps its output
+
         self.raw_output = RawOutput.of([attempt.raw for attempt in attempts])
         if len(why) > WHY_CHARS:
             why = why[:WHY_CHARS] + "..."
