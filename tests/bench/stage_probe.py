@@ -49,9 +49,13 @@ class _Fake:
         self.tool_calls = 0
         self.put_events_calls = 0
         self.put_events_entries = 0
+        self.operations: list[str] = []
+        self.batch_reads: list[dict[tuple[str, str], dict[str, Any]]] | None = None
+        """Each captured batch read's items by table and key, in capture order (``_items_asked``)."""
 
     def answer(self, body: object) -> tuple[int, dict[str, str], bytes]:
         operation = self.operation
+        self.operations.append(operation)
         if operation == "PutEvents":
             entries = json.loads(body if isinstance(body, (str, bytes)) else b"{}").get("Entries", [])
             self.put_events_calls += 1
@@ -60,10 +64,45 @@ class _Fake:
             return 200, _JSON_HEADERS, json.dumps({"FailedEntryCount": 0, "Entries": accepted}).encode()
         raw = body.encode() if isinstance(body, str) else body if isinstance(body, bytes) else b""
         key = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
-        recorded = self.by_key.get((operation, key)) or self.by_operation.get(operation)
+        recorded = self.by_key.get((operation, key))
+        if recorded is None and operation == "BatchGetItem":
+            return 200, _JSON_HEADERS, self._items_asked(raw)
+        recorded = recorded or self.by_operation.get(operation)
         if recorded is None:
             return 200, _JSON_HEADERS, b"{}"
         return recorded["status"], recorded["headers"], base64.b64decode(recorded["body"])
+
+    def _items_asked(self, raw: bytes) -> bytes:
+        """A batch read not captured as asked (a batch of another size): answered from the first captured
+        batch read that found any of the asked keys (the read of the batch that held this record when
+        captured), with only the asked keys' items, so the record takes the path it took then."""
+        if self.batch_reads is None:
+            self.batch_reads = [
+                {
+                    (table, _key_of(item)): item
+                    for table, items in json.loads(base64.b64decode(response["body"]) or b"{}")
+                    .get("Responses", {})
+                    .items()
+                    for item in items
+                }
+                for response in self.by_key.values()
+                if response["operation"] == "BatchGetItem"
+            ]
+        asked = [
+            (table, _key_of(key))
+            for table, request in json.loads(raw or b"{}").get("RequestItems", {}).items()
+            for key in request.get("Keys", [])
+        ]
+        found: dict[str, list[dict[str, Any]]] = {table: [] for table, _ in asked}
+        read = next((items for items in self.batch_reads if any(key in items for key in asked)), {})
+        for table, key in asked:
+            if (table, key) in read:
+                found[table].append(read[(table, key)])
+        return json.dumps({"Responses": found, "UnprocessedKeys": {}}).encode()
+
+
+def _key_of(item: dict[str, Any]) -> str:
+    return json.dumps({name: item.get(name) for name in ("pk", "sk", "id")}, sort_keys=True)
 
 
 _JSON_HEADERS = {"Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": "bench"}
@@ -252,7 +291,10 @@ def main(path: str) -> None:
         _invoke(app.lambda_handler, event, spec)
         cold_cpu = (time.process_time() - cpu_started) * 1000
         cold_wall = (time.perf_counter() - started) * 1000
-        _report(spec, {"cold_start_ms": cold_cpu, "cold_start_wall_ms": cold_wall})
+        _report(
+            spec,
+            {"cold_start_ms": cold_cpu, "cold_start_wall_ms": cold_wall, "cold_operations": fake.operations},
+        )
         return
     app = __import__(spec["module"])
     if spec["mode"] == "profile":

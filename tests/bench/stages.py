@@ -20,7 +20,8 @@ minimal Powertools SQS handler making one PutItem and one PutEvents per record, 
   as the template configures it, in a fresh interpreter; median over rounds. CPU rather than wall time:
   on a machine others share, wall time measures their load as much as the handler (a Lambda sandbox has
   its CPU share to itself, so there wall time follows CPU time). ``cold_start_ratio``: over the
-  baseline's. ``cold_start_wall_ms``: the same, on the wall clock.
+  baseline's. ``cold_start_wall_ms``: the same, on the wall clock. The one record is answered as it was
+  when captured (its batch's read), and must publish: a cold record that took another path fails the run.
 - ``aws_calls_per_record``, ``put_events_calls_per_batch``: the calls one batch made.
 - ``tool_calls_per_record``, ``tool_ms_per_record``: of those calls, the ones the workflow's tool made
   through ``ToolContext.clients`` (execute; zero at every other stage), and the CPU inside them (a part
@@ -189,6 +190,11 @@ def _run(scratch: str, spec: dict[str, Any], *, mode: str, traced: bool, **more:
     if ran.returncode != 0 or not result.exists():
         raise RuntimeError(f"{spec['function_name']} ({mode}) failed: {ran.stderr[-3000:]}")
     figures: dict[str, Any] = json.loads(result.read_text())
+    if mode == "cold" and "PutEvents" not in figures["cold_operations"]:
+        raise RuntimeError(
+            f"{spec['function_name']}'s cold record published nothing ({figures['cold_operations']}): "
+            "the replay did not answer it as it was answered when captured"
+        )
     return figures
 
 
