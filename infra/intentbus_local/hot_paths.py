@@ -9,7 +9,7 @@ installs sqs_hot_paths (SQS work in proportion to the request, not the queue's d
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
 parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
 stack_template (a JSON stack template read as JSON) and events_hot_paths (an event flattened once
-for all of a bus's rules).
+for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field).
 """
 
 from __future__ import annotations
