@@ -1,4 +1,5 @@
-"""botocore's parse of a DynamoDB answer on the in-process path: each attribute value taken as its copy.
+"""DynamoDB's attribute values taken as the copies they are: botocore's parse of an answer on the in-process
+path, and moto's parse of a request.
 
 botocore's JSON parser reads every attribute value of every item in a DynamoDB answer by walking the
 ``AttributeValue`` structure shape: for each of its ten members it looks the member's wire name up in
@@ -13,6 +14,11 @@ every other shape take botocore's own code.
 Used by intentbus_local.direct_calls for the JSON protocol only while ``PINS`` holds (botocore's code
 as found, and the shape as DynamoDB's model has it); tested against botocore's own parser in
 tests/integration/test_direct_calls.py.
+
+moto reads each request's JSON body with its own parser (``moto.core.parse``), the same walk over the
+same shapes (``_parse_structure``, ``_parse_map``, ``_parse_list``, ``_default_handle``): ``apply``
+makes the JSON protocol's parser answer the copy the same way, while ``MOTO_PINS`` holds and the
+parser builds plain dicts (``MAP_TYPE``); tested against moto's own parser in the same file.
 """
 
 from __future__ import annotations
@@ -33,6 +39,16 @@ PINS = Pins(
         "botocore.parsers.ResponseParser._handle_list": "7e734103cb6423b8",
         "botocore.parsers.ResponseParser._parse_shape": "448f05949c380e13",
         "botocore.parsers.ResponseParser._default_handle": "88c1ab7f9c988be8",
+    },
+)
+MOTO_PINS = Pins(
+    found_on="5.2.6",
+    sources={
+        "moto.core.parse.BaseJSONParser._parse_structure": "2de165721ba4b69e",
+        "moto.core.parse.RequestParser._parse_shape": "86db10854efaf7e3",
+        "moto.core.parse.RequestParser._parse_list": "e2539182995b831e",
+        "moto.core.parse.RequestParser._parse_map": "a9e8feb4d5519e24",
+        "moto.core.parse.RequestParser._default_handle": "88c1ab7f9c988be8",
     },
 )
 _MEMBERS = {
@@ -77,6 +93,47 @@ class Parser(JSONParser):
 
 _checked: dict[int, tuple[Any, bool]] = {}
 """``id`` of a shape's model -> (the model, whether it is DynamoDB's ``AttributeValue``), checked once."""
+
+
+def apply() -> None:
+    """moto's JSON request parser answers an attribute value's copy too (idempotent; nothing is
+    replaced on a moto whose code moved)."""
+    from moto.core import parse
+
+    if parse.PROTOCOL_PARSERS.get("json") is parse.JSONParser and _moto_holds():
+        parse.PROTOCOL_PARSERS["json"] = request_parser()
+
+
+def _moto_holds() -> bool:
+    from moto.core import parse
+
+    inherited = all(
+        getattr(parse.JSONParser, name) is vars(owner)[name]
+        for owner, name in (
+            (parse.BaseJSONParser, "_parse_structure"),
+            (parse.RequestParser, "_parse_shape"),
+            (parse.RequestParser, "_parse_list"),
+            (parse.RequestParser, "_parse_map"),
+            (parse.RequestParser, "_default_handle"),
+        )
+    )
+    return inherited and MOTO_PINS.holds()
+
+
+@functools.cache
+def request_parser() -> Any:
+    """moto's JSON request parser, answering an attribute value's copy where its walk would."""
+    from moto.core.parse import JSONParser as MotoJSONParser
+
+    class RequestParser(MotoJSONParser):
+        def _parse_structure(self, shape: Shape, value: Any) -> Any:
+            if self.MAP_TYPE is dict and shape.name == "AttributeValue" and _is_attribute_value(shape):
+                copied = _copy(value)
+                if copied is not _NOT_A_COPY:
+                    return copied
+            return super()._parse_structure(shape, value)  # type: ignore[no-untyped-call]
+
+    return RequestParser
 
 
 def _is_attribute_value(shape: Any) -> bool:
