@@ -12,6 +12,11 @@ moto's own gives (the two fields, when they are not objects, are flat entries un
 when either is an object, moto's own code runs). The pattern is then matched by moto's own
 ``_does_event_match``, which only looks paths up.
 
+For each rule ``put_events`` starts the message from ``copy.deepcopy(_BASE_EVENT_MESSAGE)``, a
+constant of nine fields; the module's name is rebound to an equal dict whose ``__deepcopy__`` builds
+the same fresh plain dict directly (its texts shared, a new empty list and dict), while a deepcopy is
+the only use moto's EventBridge module makes of it (``base_message_uses``).
+
 Each target's input is then built by ``EventTemplateParser.parse``, which evaluates every path of the
 target's input paths map (without one: the eight of the default map, ``$.id``, ``$.detail``, ...) with
 jsonpath_ng over the message, twice per entry for the pipeline bus (its queue's rule and the archive).
@@ -23,7 +28,9 @@ jsonpath_ng. Pinned by tests/integration/test_events_hot_paths.py.
 
 from __future__ import annotations
 
+import copy
 import functools
+import inspect
 import json
 import math
 from typing import Any
@@ -55,6 +62,7 @@ JSONPATH_PINS = Pins(
     },
 )
 _PER_RULE = ("time", "ingestion-time")
+
 _last: list[tuple[str, dict[str, Any]]] = []
 """The last event's JSON text (without the per-rule fields) and its flattened form."""
 
@@ -66,6 +74,7 @@ def apply() -> None:
     from moto.events.models import EventPattern
 
     PINS.replace(EventPattern, "matches_event", _matches_event)
+    _base_message_copied_directly()
     if JSONPATH_PINS.holds():
         from moto.events.utils import EventTemplateParser
 
@@ -154,3 +163,40 @@ def _root_field(path: str) -> str | None:
     if parsed.right._deprecated_wildcard_use or len(fields) != 1 or fields[0] == auto_id_field:
         return None
     return str(fields[0])
+
+
+BASE_MESSAGE_USES = ("_BASE_EVENT_MESSAGE,", "event_msg = copy.deepcopy(_BASE_EVENT_MESSAGE)")
+"""Each line of moto.events.models naming ``_BASE_EVENT_MESSAGE`` on 5.2.6: its import, and one deepcopy."""
+
+
+class _BaseEventMessage(dict[str, Any]):
+    """moto's base event message, whose deep copy is built without walking it."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        fresh: dict[str, Any] = {}
+        for name, value in self.items():
+            if type(value) is str:
+                fresh[name] = value
+            elif type(value) in (list, dict) and not value:
+                fresh[name] = type(value)()
+            else:
+                fresh[name] = copy.deepcopy(value, memo)
+        return fresh
+
+
+def base_message_uses() -> list[str]:
+    """Each line of moto.events.models naming ``_BASE_EVENT_MESSAGE``, stripped."""
+    from moto.events import models
+
+    return [line.strip() for line in inspect.getsource(models).splitlines() if "_BASE_EVENT_MESSAGE" in line]
+
+
+def _base_message_copied_directly() -> None:
+    from moto.events import models
+
+    base = models._BASE_EVENT_MESSAGE  # type: ignore[attr-defined]
+    if type(base) is not dict:  # already rebound
+        return
+    if base_message_uses() != list(BASE_MESSAGE_USES):
+        return
+    models._BASE_EVENT_MESSAGE = _BaseEventMessage(base)  # type: ignore[attr-defined,assignment]

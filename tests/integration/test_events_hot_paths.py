@@ -47,6 +47,9 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
         f"moto changed code the local cloud replaces (found on {events_hot_paths.PINS.found_on}): compare "
         "the replacement with moto's new code, then update its digest"
     )
+    assert events_hot_paths.base_message_uses() == list(events_hot_paths.BASE_MESSAGE_USES), (
+        "moto's EventBridge uses its base event message otherwise than by a deepcopy"
+    )
     assert events_hot_paths.JSONPATH_PINS.changed() == [], (
         f"jsonpath_ng changed code the replacement relies on ({events_hot_paths.JSONPATH_PINS.found_on})"
     )
@@ -174,9 +177,10 @@ def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
 
     moto_s = events_hot_paths.PINS.moto_original("EventTemplateParser.parse")
     assert EventTemplateParser.parse is not moto_s
-    event = {**fields, "detail": detail, "ingestion-time": ingested}
+    event: Any = {**fields, "detail": detail, "ingestion-time": ingested}
     outcomes = []
-    for parse in (EventTemplateParser.parse, moto_s):
+    parsers: tuple[Any, ...] = (EventTemplateParser.parse, moto_s)
+    for parse in parsers:
         try:
             outcomes.append(
                 ("input", json.dumps(parse(input_template=template, input_paths_map=paths, event=event)))
@@ -184,3 +188,22 @@ def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
         except Exception as error:  # the outcome compared is the exception's type
             outcomes.append(("raised", type(error).__name__))
     assert outcomes[0] == outcomes[1], (paths, template, event)
+
+
+def test_the_base_event_message_copies_as_deepcopy_copies_it() -> None:
+    """Equal, a plain dict, and sharing nothing that can change with the base or another copy."""
+    import copy
+
+    hot_paths.apply()
+    from moto.events import models, utils
+
+    base = models._BASE_EVENT_MESSAGE  # type: ignore[attr-defined]
+    assert type(base) is not dict
+    first, second = copy.deepcopy(base), copy.deepcopy(base)
+    assert type(first) is dict
+    assert first == second == copy.deepcopy(dict(base)) == utils._BASE_EVENT_MESSAGE
+    assert list(first) == list(utils._BASE_EVENT_MESSAGE)
+    first["resources"].append("r")
+    first["detail"]["k"] = 1
+    assert base["resources"] == second["resources"] == []
+    assert base["detail"] == second["detail"] == {}
