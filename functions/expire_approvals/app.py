@@ -26,9 +26,10 @@ def desk() -> ApprovalDesk:
 
 
 def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    expired = desk().expire_due()
+    swept = desk().sweep()
+    expired = swept.results
     metrics.add_metric(name=telemetry.APPROVALS_EXPIRED, unit=MetricUnit.Count, value=len(expired))
-    telemetry.report_approval_backlog(metrics, desk())  # what is still pending, and the oldest one's age
+    telemetry.report_approval_backlog(metrics, swept.pending, swept.at)  # how many, the oldest one's age
     for result in expired:
         logger.info(
             "approval expired",

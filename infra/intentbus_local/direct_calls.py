@@ -13,7 +13,8 @@ class moto's own URL routing picks for that endpoint, through moto's ``setup_cla
 stand-in for the werkzeug request that answers what those read of a JSON POST. The answer is then
 parsed by botocore's parser for the protocol, with the modeled error fields added as botocore's
 endpoint adds them, so a caller sees what it saw before: the same parsed response, the same
-``ClientError`` subclass with its code, message and ``CancellationReasons``. Calls still go through
+``ClientError`` subclass with its code, message and ``CancellationReasons`` (a DynamoDB attribute
+value is taken as the copy botocore's parser makes of it: intentbus_local.attribute_parse). Calls go through
 ``BaseClient._make_api_call``, where the fault harness records and injects (intentbus_faults.calls).
 
 Not played on this path: botocore's HTTP-level events (``before-send``, ``before-parse``: botocore's
@@ -41,6 +42,7 @@ from botocore.awsrequest import AWSResponse, HeadersDict
 from botocore.model import OperationModel
 from botocore.parsers import ResponseParserFactory
 
+from intentbus_local import attribute_parse
 from intentbus_local.pinning import Pins
 
 PINS = Pins(
@@ -198,7 +200,9 @@ def _parsed(http: AWSResponse, model: OperationModel) -> Any:
     from botocore.endpoint import convert_to_response_dict
 
     response_dict = convert_to_response_dict(http, model)
-    parser = _parsers.create_parser(model.service_model.resolved_protocol)
+    protocol = model.service_model.resolved_protocol
+    json_copies = protocol == "json" and attribute_parse.holds()
+    parser = attribute_parse.Parser() if json_copies else _parsers.create_parser(protocol)
     parsed = parser.parse(response_dict, model.output_shape)  # type: ignore[arg-type]
     if http.status_code >= 300:
         code = parsed.get("Error", {}).get("Code")

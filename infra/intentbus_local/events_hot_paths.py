@@ -10,12 +10,29 @@ The replacement flattens the rest of the event once per JSON text and adds those
 ``_flatten_dict`` of a top-level dict treats each top-level key on its own, so the result is the one
 moto's own gives (the two fields, when they are not objects, are flat entries under their own names;
 when either is an object, moto's own code runs). The pattern is then matched by moto's own
-``_does_event_match``, which only looks paths up. Pinned by tests/integration/test_events_hot_paths.py.
+``_does_event_match``, which only looks paths up.
+
+For each rule ``put_events`` starts the message from ``copy.deepcopy(_BASE_EVENT_MESSAGE)``, a
+constant of nine fields; the module's name is rebound to an equal dict whose ``__deepcopy__`` builds
+the same fresh plain dict directly (its texts shared, a new empty list and dict), while a deepcopy is
+the only use moto's EventBridge module makes of it (``base_message_uses``).
+
+Each target's input is then built by ``EventTemplateParser.parse``, which evaluates every path of the
+target's input paths map (without one: the eight of the default map, ``$.id``, ``$.detail``, ...) with
+jsonpath_ng over the message, twice per entry for the pipeline bus (its queue's rule and the archive).
+The replacement is moto's code but for that lookup: a path that jsonpath_ng parses to a single field
+of the root (``Child(Root(), Fields(name))``, checked once per path) is looked up in the message dict
+as jsonpath_ng would (``dict.get``); any other path, or a message that is not a dict, goes through
+jsonpath_ng. Pinned by tests/integration/test_events_hot_paths.py.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
 import json
+import math
 from typing import Any
 
 from intentbus_local.pinning import Pins
@@ -28,9 +45,24 @@ PINS = Pins(
         "moto.events.models.EventPattern._flatten_dict": "26dca5bdb2739a2c",
         # why a shared flattened event may be handed to it: it only reads it (``event_flat.get``)
         "moto.events.models.EventPattern._does_event_match": "3c96a8f9478ba99a",
+        "moto.events.utils.EventTemplateParser.parse": "40a5a46a321811bb",
+    },
+)
+JSONPATH_PINS = Pins(
+    found_on="jsonpath-ng 1.7.0",
+    sources={
+        # what ``Child(Root(), Fields(name)).find(message)`` does for a dict message: ``message.get(name)``
+        "jsonpath_ng.jsonpath.Child.find": "56216b49c1c2f4e0",
+        "jsonpath_ng.jsonpath.Root.find": "16a7f7fef0ae6b03",
+        "jsonpath_ng.jsonpath.Fields.find": "4a0f07e6445a5cc0",
+        "jsonpath_ng.jsonpath.Fields._find_base": "165089b8ec2da303",
+        "jsonpath_ng.jsonpath.Fields._is_wildcard_on_array": "7ee6c1bf2e2605e0",
+        "jsonpath_ng.jsonpath.Fields.reified_fields": "2f1416005f450f38",
+        "jsonpath_ng.jsonpath.Fields.get_field_datum": "3288b7cba24679bb",
     },
 )
 _PER_RULE = ("time", "ingestion-time")
+
 _last: list[tuple[str, dict[str, Any]]] = []
 """The last event's JSON text (without the per-rule fields) and its flattened form."""
 
@@ -42,6 +74,11 @@ def apply() -> None:
     from moto.events.models import EventPattern
 
     PINS.replace(EventPattern, "matches_event", _matches_event)
+    _base_message_copied_directly()
+    if JSONPATH_PINS.holds():
+        from moto.events.utils import EventTemplateParser
+
+        PINS.replace(EventTemplateParser, "parse", staticmethod(_parse))
 
 
 def _matches_event(pattern: Any, event: dict[str, Any]) -> bool:
@@ -65,5 +102,101 @@ def flattened(event: dict[str, Any]) -> dict[str, Any]:
     flat = dict(found[1])
     for name in _PER_RULE:
         if name in event:
-            flat[name] = json.loads(json.dumps(event[name]))
+            flat[name] = _through_json(event[name])
     return flat
+
+
+def _through_json(value: Any) -> Any:
+    """``json.loads(json.dumps(value))``: a text, an integer or a finite float comes back equal."""
+    if type(value) in (str, int) or (type(value) is float and math.isfinite(value)):
+        return value
+    return json.loads(json.dumps(value))
+
+
+_NOT_SET = object()
+
+
+def _parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> dict[str, Any]:
+    """``EventTemplateParser.parse`` on moto 5.2.6, but for a path naming one field of the root."""
+    import jsonpath_ng.ext
+    from moto.events.utils import EventTemplateParser
+
+    stringify = EventTemplateParser._stringify
+    template_to_use = input_template or EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
+    input_paths_map = input_paths_map or EventTemplateParser.DEFAULT_EVENT_INPUT_PATHS_MAP
+    for input_path in input_paths_map:
+        path = input_paths_map[input_path]
+        field = _root_field(path) if type(event) is dict and type(path) is str else None
+        if field is not None:
+            value = event.get(field, _NOT_SET)
+            result = None if value is _NOT_SET else stringify(value)
+        else:
+            input_expr = jsonpath_ng.ext.parse(path)  # type: ignore[attr-defined]
+            matches = input_expr.find(event)
+            result = stringify(matches[0].value) if matches else None
+        if result:
+            template_to_use = template_to_use.replace(f"<{input_path}>", result)
+
+    default_inputs_map = {
+        "aws.events.event.json": event,
+        "aws.events.event.ingestion-time": event["ingestion-time"],
+    }
+    for input_path, value in default_inputs_map.items():
+        template_to_use = template_to_use.replace(f"<{input_path}>", stringify(value))
+
+    return json.loads(template_to_use)  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=256)
+def _root_field(path: str) -> str | None:
+    """The field name when jsonpath_ng parses ``path`` to ``Child(Root(), Fields(name))``, else None."""
+    import jsonpath_ng.ext
+    from jsonpath_ng.jsonpath import Child, Fields, Root, auto_id_field
+
+    try:
+        parsed = jsonpath_ng.ext.parse(path)  # type: ignore[attr-defined]
+    except Exception:  # moto's own path raises it again
+        return None
+    if type(parsed) is not Child or type(parsed.left) is not Root or type(parsed.right) is not Fields:
+        return None
+    fields = parsed.right.fields
+    if parsed.right._deprecated_wildcard_use or len(fields) != 1 or fields[0] == auto_id_field:
+        return None
+    return str(fields[0])
+
+
+BASE_MESSAGE_USES = ("_BASE_EVENT_MESSAGE,", "event_msg = copy.deepcopy(_BASE_EVENT_MESSAGE)")
+"""Each line of moto.events.models naming ``_BASE_EVENT_MESSAGE`` on 5.2.6: its import, and one deepcopy."""
+
+
+class _BaseEventMessage(dict[str, Any]):
+    """moto's base event message, whose deep copy is built without walking it."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        fresh: dict[str, Any] = {}
+        for name, value in self.items():
+            if type(value) is str:
+                fresh[name] = value
+            elif type(value) in (list, dict) and not value:
+                fresh[name] = type(value)()
+            else:
+                fresh[name] = copy.deepcopy(value, memo)
+        return fresh
+
+
+def base_message_uses() -> list[str]:
+    """Each line of moto.events.models naming ``_BASE_EVENT_MESSAGE``, stripped."""
+    from moto.events import models
+
+    return [line.strip() for line in inspect.getsource(models).splitlines() if "_BASE_EVENT_MESSAGE" in line]
+
+
+def _base_message_copied_directly() -> None:
+    from moto.events import models
+
+    base = models._BASE_EVENT_MESSAGE  # type: ignore[attr-defined]
+    if type(base) is not dict:  # already rebound
+        return
+    if base_message_uses() != list(BASE_MESSAGE_USES):
+        return
+    models._BASE_EVENT_MESSAGE = _BaseEventMessage(base)  # type: ignore[attr-defined,assignment]

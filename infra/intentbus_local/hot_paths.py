@@ -9,7 +9,8 @@ installs sqs_hot_paths (SQS work in proportion to the request, not the queue's d
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
 parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
 stack_template (a JSON stack template read as JSON) and events_hot_paths (an event flattened once
-for all of a bus's rules).
+for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field)
+and attribute_parse (a DynamoDB request's attribute values read as the copies they are).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from intentbus_local import (
+    attribute_parse,
     attribute_values,
     dynamodb_hot_paths,
     events_hot_paths,
@@ -50,6 +52,7 @@ def apply() -> None:
     attribute_values.apply()
     stack_template.apply()
     events_hot_paths.apply()
+    attribute_parse.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -115,6 +115,20 @@ class _Request:
         return Answer.APPROVED if self.approve else Answer.REJECTED
 
 
+ALL_PENDING_BY = datetime.max.replace(tzinfo=UTC)
+"""Later than any expiry: ``due_approvals(ALL_PENDING_BY)`` lists everything in the sweep's index."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one expiry sweep did, and what it left pending."""
+
+    at: datetime
+    results: list[Result]
+    pending: list[Approval]
+    """The pending approvals it listed and did not find due, soonest expiry first."""
+
+
 class ApprovalStore(WorkflowStore, Protocol):
     def approval(self, tenant_id: str, approval_id: str) -> Approval | None: ...
 
@@ -153,21 +167,34 @@ class ApprovalDesk:
         )
 
     def expire_due(self) -> list[Result]:
+        return self.sweep().results
+
+    def sweep(self) -> Sweep:
         """Turns every lapsed PENDING approval into ApprovalExpired; what follows is the workflow's choice.
 
         It also finishes what a crash cut short: a decision or expiry recorded but not announced has
         its recorded events published again (the same ids, so consumers see a duplicate at most).
+        One listing of the sweep's index serves both and the backlog: the due ones are those whose
+        ``sweep_key`` is before now, as ``due_approvals(now)`` would list them.
         """
         now = self.deps.clock.now()
+        listed = self.store.due_approvals(ALL_PENDING_BY)
+        due_now = [a for a in listed if a.sweep_key is not None and a.sweep_key < now]
         results: list[Result] = []
-        for due in self.store.due_approvals(now):
+        for due in due_now:
             if due.status is not ApprovalStatus.PENDING:
                 announced = self._announce_again(due)
                 if announced is not None:
                     results.append(announced)
                 continue
             results.extend(retry_on_conflict(self._expiry_attempts(due, now), exhausted=list))
-        return results
+        due_ids = {(a.tenant_id, a.approval_id) for a in due_now}
+        pending = [
+            a
+            for a in listed
+            if a.status is ApprovalStatus.PENDING and (a.tenant_id, a.approval_id) not in due_ids
+        ]
+        return Sweep(at=now, results=results, pending=pending)
 
     def _expiry_attempts(self, due: Approval, now: datetime) -> Callable[[], list[Result] | None]:
         """Expire ``due``, reading it again after a conflict; nothing once it is no longer PENDING.

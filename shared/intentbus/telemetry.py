@@ -25,13 +25,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from intentbus.journal import ApprovalStatus, Outcome
+from intentbus.journal import Outcome
 
 if TYPE_CHECKING:
     import numbers
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics, Tracer
     from aws_lambda_powertools.tracing.base import BaseSegment
 
-    from intentbus.approvals import ApprovalDesk
     from intentbus.envelope import Envelope
     from intentbus.journal import Approval
     from intentbus.stages.common import StageResult
@@ -314,10 +313,6 @@ def add_latency(metrics: Metrics, milliseconds: float) -> None:
     metrics.add_metric(name=LATENCY, unit=MetricUnit.Milliseconds, value=round(milliseconds, 3))
 
 
-ALL_PENDING_BY = datetime.max.replace(tzinfo=UTC)
-"""Every pending approval expires before this: ``due_approvals(ALL_PENDING_BY)`` lists them all."""
-
-
 @dataclass(frozen=True)
 class ApprovalBacklog:
     pending: int
@@ -329,12 +324,10 @@ def approval_backlog(approvals: Iterable[Approval], now: datetime) -> ApprovalBa
     return ApprovalBacklog(pending=len(ages), oldest_age_seconds=max(ages, default=0.0))
 
 
-def report_approval_backlog(metrics: Metrics, desk: ApprovalDesk) -> ApprovalBacklog:
-    """Pending approvals of every tenant and the oldest one's age (one Query per shard of the sparse
-    index)."""
-    listed = desk.store.due_approvals(ALL_PENDING_BY)  # also lists decided ones not yet announced
-    pending = [approval for approval in listed if approval.status is ApprovalStatus.PENDING]
-    backlog = approval_backlog(pending, desk.deps.clock.now())
+def report_approval_backlog(metrics: Metrics, pending: Iterable[Approval], now: datetime) -> ApprovalBacklog:
+    """How many approvals are pending (of every tenant) and the oldest one's age: ``pending`` is what the
+    expiry sweep left pending (``Sweep.pending``), so the sweep reads its index once."""
+    backlog = approval_backlog(pending, now)
     metrics.add_metric(name=APPROVALS_PENDING, unit=MetricUnit.Count, value=backlog.pending)
     metrics.add_metric(name=APPROVAL_OLDEST_AGE, unit=MetricUnit.Seconds, value=backlog.oldest_age_seconds)
     return backlog

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.approvals import ALL_PENDING_BY
 from intentbus.state import Status
-from intentbus.telemetry import ALL_PENDING_BY
 from intentbus.workflows.incident import workflow as incident
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud

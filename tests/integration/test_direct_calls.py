@@ -4,15 +4,20 @@ codes, messages and the modeled error fields."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import boto3
+import botocore.session
 import pytest
 from botocore.exceptions import ClientError
+from botocore.parsers import JSONParser
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from intentbus_local import direct_calls
+from intentbus_local import attribute_parse, direct_calls
 from intentbus_local.backend import InProcessMoto
 from intentbus_local.pinning import Pins
 
@@ -29,12 +34,76 @@ _VARYING = {
 """Drawn afresh or read from the clock on each call."""
 
 
-@pytest.mark.parametrize("pins", [direct_calls.PINS, direct_calls.BOTOCORE_PINS], ids=["moto", "botocore"])
+@pytest.mark.parametrize(
+    "pins",
+    [direct_calls.PINS, direct_calls.BOTOCORE_PINS, attribute_parse.PINS, attribute_parse.MOTO_PINS],
+    ids=["moto", "botocore", "botocore-parse", "moto-parse"],
+)
 def test_the_code_the_direct_path_stands_in_for_is_the_code_it_was_written_against(pins: Pins) -> None:
     assert pins.changed() == [], (
         f"code the direct path copies changed (found on {pins.found_on}): compare intentbus_local."
-        "direct_calls with it, then update its digest"
+        "direct_calls and intentbus_local.attribute_parse with it, then update its digest"
     )
+    assert attribute_parse.holds()
+    assert attribute_parse._moto_holds()
+
+
+_scalar_value = st.one_of(
+    st.text(max_size=4), st.booleans(), st.none(), st.integers(-3, 3), st.just("AAE="), st.just("not base64")
+)
+_one_member = st.builds(
+    lambda tag, value: {tag: value}, st.sampled_from(["S", "N", "B", "BOOL", "NULL", "Z"]), _scalar_value
+)
+_one_set = st.builds(
+    lambda tag, values: {tag: values},
+    st.sampled_from(["SS", "NS", "BS"]),
+    st.lists(st.one_of(st.text(max_size=3), st.just("AAE="), st.none(), st.integers()), max_size=3),
+)
+_attribute = st.recursive(
+    st.one_of(
+        _one_member,
+        _one_set,
+        st.builds(lambda a, b: {**a, **b}, _one_member, _one_set),
+        st.none(),
+        st.text(max_size=2),
+    ),
+    lambda inner: st.one_of(
+        st.builds(lambda m: {"M": m}, st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+        st.builds(lambda items: {"L": items}, st.lists(inner, max_size=3)),
+    ),
+    max_leaves=12,
+)
+
+
+@functools.cache
+def _dynamodb_model() -> Any:
+    return botocore.session.get_session().get_service_model("dynamodb")
+
+
+@settings(deadline=None)  # the first example loads the service model
+@given(items=st.lists(st.dictionaries(st.text(max_size=3), _attribute, max_size=4), max_size=3))
+@example(items=[{"b": {"B": "AAE="}, "m": {"M": {"s": {"S": "x"}, "n": {"N": "1"}, "bs": {"BS": ["AAE="]}}}}])
+@example(items=[{"l": {"L": [{"BOOL": True}, {"NULL": True}, {"SS": ["a"]}, None]}, "s": {"S": 1}}])
+def test_attribute_values_are_parsed_as_botocore_s_own_parser_parses_them(items: list[Any]) -> None:
+    """The same parsed answer, or the same exception, for wire forms it copies and every other one
+    (binary, None, unknown or extra members, wrong types), through a Query and a BatchGetItem."""
+    model = _dynamodb_model()
+    bodies = [
+        ("Query", {"Items": items, "Count": len(items)}),
+        ("BatchGetItem", {"Responses": {"t": items}}),
+        ("GetItem", {"Item": items[0] if items else {}}),
+    ]
+    for operation, body in bodies:
+        output = model.operation_model(operation).output_shape
+        assert output is not None
+        response = {"status_code": 200, "headers": {}, "body": json.dumps(body).encode()}
+        outcomes = []
+        for parser in (attribute_parse.Parser(), JSONParser()):
+            try:
+                outcomes.append(("parsed", parser.parse(dict(response), output)))
+            except Exception as error:  # the outcome compared is the exception's type
+                outcomes.append(("raised", type(error).__name__))
+        assert outcomes[0] == outcomes[1], (operation, body)
 
 
 @pytest.fixture
@@ -178,3 +247,32 @@ def test_no_http_request_is_built_while_the_cloud_runs_and_the_ordinary_path_ret
     with direct_calls.over_http():
         sqs.create_queue(QueueName="over-http")
     assert len(sent) == 1
+
+
+@settings(deadline=None)
+@given(items=st.lists(st.dictionaries(st.text(max_size=3), _attribute, max_size=4), min_size=1, max_size=3))
+@example(items=[{"b": {"B": "AAE="}, "m": {"M": {"s": {"S": "x"}, "n": {"N": "1"}, "bs": {"BS": ["AAE="]}}}}])
+@example(items=[{"l": {"L": [{"BOOL": True}, {"NULL": True}, {"SS": ["a"]}, None]}, "s": {"S": 1}}])
+def test_attribute_values_in_a_request_are_read_as_moto_s_own_parser_reads_them(items: list[Any]) -> None:
+    """moto's params for a PutItem and a TransactWriteItems: the same, or the same exception."""
+    from moto.core import parse
+    from moto.core.utils import get_service_model
+
+    attribute_parse.apply()
+    assert parse.PROTOCOL_PARSERS["json"] is attribute_parse.request_parser()
+    model = get_service_model("dynamodb")
+    bodies = [
+        ("PutItem", {"TableName": "t", "Item": items[0]}),
+        ("TransactWriteItems", {"TransactItems": [{"Put": {"TableName": "t", "Item": i}} for i in items]}),
+    ]
+    for operation, body in bodies:
+        request = {"method": "POST", "values": {}, "headers": {}, "body": json.dumps(body).encode()}
+        request |= {"url_path": "/", "url_params": {}}
+        outcomes = []
+        for parser_class in (attribute_parse.request_parser(), parse.JSONParser):
+            parser = parser_class(model.operation_model(operation), map_type=dict)
+            try:
+                outcomes.append(("parsed", parser.parse(cast(Any, dict(request)))))
+            except Exception as error:  # the outcome compared is the exception's type
+                outcomes.append(("raised", type(error).__name__))
+        assert outcomes[0] == outcomes[1], (operation, body)

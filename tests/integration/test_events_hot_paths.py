@@ -47,6 +47,12 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
         f"moto changed code the local cloud replaces (found on {events_hot_paths.PINS.found_on}): compare "
         "the replacement with moto's new code, then update its digest"
     )
+    assert events_hot_paths.base_message_uses() == list(events_hot_paths.BASE_MESSAGE_USES), (
+        "moto's EventBridge uses its base event message otherwise than by a deepcopy"
+    )
+    assert events_hot_paths.JSONPATH_PINS.changed() == [], (
+        f"jsonpath_ng changed code the replacement relies on ({events_hot_paths.JSONPATH_PINS.found_on})"
+    )
 
 
 def _event(detail: dict[str, Any], time: Any, ingested: Any) -> Any:
@@ -118,3 +124,86 @@ def test_a_bus_s_rules_deliver_to_the_queues_whose_patterns_match() -> None:
             for name, url in urls.items()
         }
     assert received == {"typed-a": [("a", "a"), ("b", "a")], "from-b": [("b", "a"), ("b", "c")]}
+
+
+_text = st.one_of(
+    st.sampled_from(["", "a", "<id>", "<source>", 'q"uote', "back\\slash", "<aws.events.event.json>"]),
+    st.text(max_size=6),
+)
+_value = st.one_of(_scalar, _text, st.floats(allow_nan=True), st.lists(st.one_of(_scalar, _text), max_size=2))
+_paths = st.sampled_from(
+    [
+        "$.id",
+        "$.detail",
+        "$.detail-type",
+        "$.source",
+        "$.time",
+        "$.nope",
+        "$.detail.type",
+        "$['source']",
+        "$.*",
+        "$..type",
+        "$.resources[0]",
+        " $.region ",
+        "not a path (",
+    ]
+)
+
+
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["id", "detail-type", "source", "account", "time", "region", "resources", "nope"]),
+        _value,
+        max_size=8,
+    ),
+    detail=st.one_of(_detail, _value),
+    paths=st.one_of(
+        st.just({}), st.dictionaries(st.sampled_from(["id", "a", "source", "x"]), _paths, max_size=4)
+    ),
+    template=st.one_of(
+        st.none(),
+        st.just('{"id": "<id>", "a": <a>, "x": "<x>", "source": "<source>"}'),
+        st.just('{"all": <aws.events.event.json>, "at": <aws.events.event.ingestion-time>}'),
+    ),
+    ingested=st.one_of(st.floats(0, 2e9), st.just("x")),
+)
+def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
+    fields: dict[str, Any], detail: Any, paths: dict[str, str], template: str | None, ingested: Any
+) -> None:
+    """Every outcome alike: the same input, or the same exception, over paths jsonpath_ng reads as one
+    field and others, messages missing fields, and values that break the template."""
+    hot_paths.apply()
+    from moto.events.utils import EventTemplateParser
+
+    moto_s = events_hot_paths.PINS.moto_original("EventTemplateParser.parse")
+    assert EventTemplateParser.parse is not moto_s
+    event: Any = {**fields, "detail": detail, "ingestion-time": ingested}
+    outcomes = []
+    parsers: tuple[Any, ...] = (EventTemplateParser.parse, moto_s)
+    for parse in parsers:
+        try:
+            outcomes.append(
+                ("input", json.dumps(parse(input_template=template, input_paths_map=paths, event=event)))
+            )
+        except Exception as error:  # the outcome compared is the exception's type
+            outcomes.append(("raised", type(error).__name__))
+    assert outcomes[0] == outcomes[1], (paths, template, event)
+
+
+def test_the_base_event_message_copies_as_deepcopy_copies_it() -> None:
+    """Equal, a plain dict, and sharing nothing that can change with the base or another copy."""
+    import copy
+
+    hot_paths.apply()
+    from moto.events import models, utils
+
+    base = models._BASE_EVENT_MESSAGE  # type: ignore[attr-defined]
+    assert type(base) is not dict
+    first, second = copy.deepcopy(base), copy.deepcopy(base)
+    assert type(first) is dict
+    assert first == second == copy.deepcopy(dict(base)) == utils._BASE_EVENT_MESSAGE
+    assert list(first) == list(utils._BASE_EVENT_MESSAGE)
+    first["resources"].append("r")
+    first["detail"]["k"] = 1
+    assert base["resources"] == second["resources"] == []
+    assert base["detail"] == second["detail"] == {}

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from intentbus_local import direct_calls, response_keys
+from intentbus_local import attribute_parse, direct_calls, response_keys
 from intentbus_local.backend import InProcessMoto
 from intentbus_local.pinning import Pins
 
@@ -23,6 +23,8 @@ def test_the_pins_hold_on_the_moto_and_botocore_this_checkout_names() -> None:
     assert response_keys.PINS.holds()
     assert direct_calls.PINS.holds()
     assert direct_calls.BOTOCORE_PINS.holds()
+    assert attribute_parse.PINS.holds()
+    assert attribute_parse.MOTO_PINS.holds()
 
 
 def test_a_replacement_whose_moto_code_moved_is_not_installed_and_says_which(
@@ -65,3 +67,22 @@ def test_calls_go_over_http_when_the_copied_code_moved(
 
     assert len(sent) == 1
     assert url.endswith("/over-http")
+
+
+def test_attribute_values_are_parsed_by_the_libraries_own_code_when_it_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from moto.core import parse
+
+    monkeypatch.setitem(parse.PROTOCOL_PARSERS, "json", parse.JSONParser)
+    monkeypatch.setattr(attribute_parse, "MOTO_PINS", _moved(attribute_parse.MOTO_PINS))
+    monkeypatch.setattr(attribute_parse, "PINS", _moved(attribute_parse.PINS))
+    attribute_parse.holds.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="the library's own code is used instead"):
+            attribute_parse.apply()
+        with pytest.warns(RuntimeWarning, match="the library's own code is used instead"):
+            assert not attribute_parse.holds()
+    finally:
+        attribute_parse.holds.cache_clear()
+    assert parse.PROTOCOL_PARSERS["json"] is parse.JSONParser

@@ -19,10 +19,10 @@ from intentbus.adapters.dynamodb_store import (
     state_item,
 )
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS
+from intentbus.approvals import ALL_PENDING_BY
 from intentbus.journal import ApprovalStatus, Commit, CommitStatus
 from intentbus.parked import Parked, ParkStatus
 from intentbus.state import Status
-from intentbus.telemetry import ALL_PENDING_BY
 from tests.integration.conftest_moto import aws, client, create_workflow_table  # noqa: F401
 from tests.integration.test_adapters import RUN, T0, TENANT, _approval, envelope, log_entry, workflow_state
 
@@ -196,3 +196,30 @@ def test_a_flood_of_parked_inputs_spreads_over_shards_and_older_ones_are_still_l
     assert max(flooded.values()) <= len(flood) / 4  # no one key takes the flood
     listed = parks.waiting_everywhere()
     assert [parked.park_id for parked in listed] == ["msg-old", *(parked.park_id for parked in flood)]
+
+
+def test_the_sweeps_one_listing_holds_exactly_what_the_index_lists_as_due(aws: None) -> None:  # noqa: F811
+    """The sweep lists its index once (``ALL_PENDING_BY``) and takes as due those whose ``sweep_key`` is
+    before now: the same approvals, in the same order, as the index's own ``due_approvals(now)``."""
+    store, dynamodb, table = store_on_moto()
+    now = T0 + timedelta(hours=2)
+    pending = [
+        _approval(f"appr-{n}").model_copy(update={"expires_at": now + timedelta(seconds=offset)})
+        for n, offset in enumerate((-3600, -0.5, -0.000001, 0, 0.000001, 1, 3600))
+    ]
+    decided = [
+        _approval(f"appr-dec-{n}").model_copy(
+            update={"status": ApprovalStatus.APPROVED, "decided_at": now + timedelta(seconds=offset)}
+        )
+        for n, offset in enumerate((-60, 0, 60))
+    ]
+    legacy = _approval("appr-legacy").model_copy(update={"expires_at": now - timedelta(minutes=1)})
+    for approval in (*pending, *decided):
+        dynamodb.put_item(TableName=table, Item=approval_item(approval))
+    dynamodb.put_item(TableName=table, Item=as_the_previous_release_wrote(approval_item(legacy)))
+
+    listed = store.due_approvals(ALL_PENDING_BY)
+    due_now = [a for a in listed if a.sweep_key is not None and a.sweep_key < now]
+    assert due_now == store.due_approvals(now)
+    assert {a.approval_id for a in due_now} == {"appr-0", "appr-1", "appr-2", "appr-dec-0", "appr-legacy"}
+    assert len(listed) == len(pending) + len(decided) + 1

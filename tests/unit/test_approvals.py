@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from intentbus.approvals import Answer, Approver
+from intentbus.approvals import ALL_PENDING_BY, Answer, Approver
 from intentbus.catalog import Catalog
 from intentbus.definition import (
     Decision,
@@ -164,6 +164,28 @@ def test_expiry_on_the_clock_cancels_and_a_late_approval_is_refused(
     assert (late.answer, late.http_status) == (Answer.EXPIRED, 409)
     assert DEPLOYS == []
     assert ("approval-attempt", "stale") in stages(pipeline)
+
+
+def test_a_sweep_lists_its_index_once_and_reports_what_it_left_pending(
+    waiting: tuple[InMemoryPipeline, Approval], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline, approval = waiting
+    listings: list[datetime] = []
+    listed = pipeline.store.due_approvals
+
+    def due_approvals(now: datetime) -> list[Approval]:
+        listings.append(now)
+        return listed(now)
+
+    monkeypatch.setattr(pipeline.store, "due_approvals", due_approvals)
+    pipeline.clock.advance(timedelta(hours=4).total_seconds() - 1)
+    early = pipeline.desk.sweep()
+    assert (early.results, early.pending) == ([], [approval])
+    pipeline.clock.advance(2)
+    late = pipeline.desk.sweep()
+    assert [result.answer for result in late.results] == [Answer.EXPIRED]
+    assert late.pending == []
+    assert listings == [ALL_PENDING_BY, ALL_PENDING_BY]
 
 
 def test_expiry_can_escalate_instead() -> None:

@@ -26,7 +26,6 @@ from pydantic import Field
 
 from intentbus import facts, telemetry
 from intentbus.adapters.eventbridge_bus import to_entry
-from intentbus.approvals import ApprovalDesk
 from intentbus.catalog import Catalog
 from intentbus.definition import Budget, Decision, DecisionContext, ScriptedAgent, Step, Workflow
 from intentbus.envelope import Envelope, Kind
@@ -36,7 +35,7 @@ from intentbus.journal import Approval, ApprovalStatus, Outcome
 from intentbus.policy import Policy
 from intentbus.registry import REDACTED, SENSITIVE, WITHHELD, Payload, TypeRegistry, TypeSpec
 from intentbus.stages.common import StageCore, StageResult
-from intentbus.testing import InMemoryPipeline, VirtualClock
+from intentbus.testing import InMemoryPipeline
 from intentbus_local import tracing
 from tests.fakes import raw_body
 
@@ -481,36 +480,18 @@ def test_the_approval_backlog_is_the_pending_count_and_the_oldest_age() -> None:
     assert telemetry.approval_backlog([], now) == telemetry.ApprovalBacklog(0, 0.0)
 
 
-def test_the_expiry_sweep_reports_every_pending_approval() -> None:
+def test_the_expiry_sweep_reports_what_it_left_pending() -> None:
     now = datetime(2026, 1, 1, 12, tzinfo=UTC)
-    asked: list[datetime] = []
-
-    class Store:
-        def due_approvals(self, before: datetime) -> list[_Pending]:
-            asked.append(before)
-            decided_not_yet_announced = _Pending(now - timedelta(hours=3), ApprovalStatus.APPROVED)
-            return [_Pending(now - timedelta(seconds=90)), decided_not_yet_announced]
-
-    @dataclass
-    class Deps:
-        clock: VirtualClock
-
-    @dataclass
-    class Desk:
-        store: Store
-        deps: Deps
-
-    clock = VirtualClock(current=now)
+    pending = [_Pending(now - timedelta(seconds=90)), _Pending(now - timedelta(seconds=30))]
     metrics = Metrics(namespace="intentbus-unit", service="expire")
     metrics.clear_metrics()
     try:
-        backlog = telemetry.report_approval_backlog(metrics, cast(ApprovalDesk, Desk(Store(), Deps(clock))))
+        backlog = telemetry.report_approval_backlog(metrics, cast(list[Approval], pending), now)
         emf = cast(dict[str, Any], metrics.serialize_metric_set())
     finally:
         metrics.clear_metrics()
-    assert asked == [telemetry.ALL_PENDING_BY]
-    assert backlog.pending == 1
-    assert (emf["approvals_pending"], emf["approval_oldest_age"]) == ([1.0], [90.0])
+    assert backlog.pending == 2
+    assert (emf["approvals_pending"], emf["approval_oldest_age"]) == ([2.0], [90.0])
 
 
 def _envelope() -> Envelope:
