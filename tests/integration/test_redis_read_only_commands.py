@@ -186,6 +186,24 @@ def test_a_lapsed_record_in_progress_is_checked_as_the_locked_path_checks_it(
     assert record["status"] == "COMPLETED"
 
 
+def test_a_record_in_progress_past_its_whole_expiry_is_still_checked_not_overwritten(
+    runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: an attempt died in its tool and nothing came back until after the retention (on the
+    virtual clock; Redis keeps it for the retention in real time). Its effect is still unknown."""
+
+    def crash() -> dict[str, Any]:
+        raise Crash
+
+    with pytest.raises(Crash):
+        runner.run(command(), crash)
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, str(RETENTION + 60))
+
+    result = runner.run_read_only(command(), lambda: {"read": 1}, after_lapse=lambda: {"checked": True})
+
+    assert result == {"checked": True}
+
+
 def test_an_expired_result_is_replaced_on_the_virtual_clock(
     runner: PowertoolsIdempotentRunner, connection: redis_py.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
