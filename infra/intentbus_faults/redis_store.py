@@ -1,9 +1,10 @@
 """The fault harness with Redis as execute's idempotency store (``intentbus faults --idempotency redis``).
 
 A real ``redis-server`` per harness; the template's ``IdempotencyRedis*`` parameters point execute at it.
-Each in-progress put reaches the call tracker as the DynamoDB put it stands for (same record id), so
-the invariants attribute effects to records exactly as on DynamoDB. Faults are injected at AWS calls
-only: Redis' own calls are never failed, but crashes and timeouts around them still lapse leases.
+Each in-progress put, and each read-only command's completed put, reaches the call tracker as the
+DynamoDB put it stands for (same record id), so the invariants attribute effects to records exactly as
+on DynamoDB. Faults are injected at AWS calls only: Redis' own calls are never failed, but crashes and
+timeouts around them still lapse leases.
 The Redis adapter is imported only when Redis is the store: a project without the ``redis`` extra
 runs the harness on DynamoDB.
 """
@@ -83,11 +84,38 @@ def tracking_redis_puts(tracker: Any, table: str, lapses: Lapses) -> Iterator[No
 
         tracker(call, proceed)
 
+    put_completed = layer.put_completed
+
+    def tracked_completed(self: Any, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
+        record = idempotency.completed_record(self, data, result)
+        item = {"id": {"S": record.idempotency_key}, "status": {"S": record.status}}
+        function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+        call = Call(function, "dynamodb", "PutItem", {"TableName": table, "Item": item})
+
+        def proceed(params: dict[str, Any]) -> None:
+            held = put_completed(self, data, result)
+            if held is not None:
+                raise _Held(held)  # as DynamoDB's failed condition: no record taken
+
+        try:
+            tracker(call, proceed)
+        except _Held as found:
+            return found.record
+        return None
+
     layer._put_in_progress_record = tracked  # type: ignore[method-assign]
+    layer.put_completed = tracked_completed  # type: ignore[method-assign]
     try:
         yield
     finally:
         layer._put_in_progress_record = put  # type: ignore[method-assign]
+        layer.put_completed = put_completed  # type: ignore[method-assign]
+
+
+class _Held(Exception):
+    def __init__(self, record: DataRecord) -> None:
+        super().__init__(record.idempotency_key)
+        self.record = record
 
 
 @contextlib.contextmanager

@@ -11,7 +11,8 @@ TransactWriteItems when the command names a resource.
 A command whose tool only reads and names no resource takes no lock at all
 (``PowertoolsIdempotentRunner.run_read_only``): its claim is checked, the tool runs, and one conditional
 put stores the completed record Powertools would have saved (same key, payload hash and packed result),
-so either path reads the other's records.
+so either path reads the other's records. The layer makes that put (``StoresCompleted``), here and on
+Redis (``redis_idempotency``); the runner alone decides what its answer means.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aws_lambda_powertools.shared.json_encoder import Encoder
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -181,33 +182,26 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         request.made = Claim(ClaimStatus.CLAIMED)
         return None
 
-    def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> dict[str, Any] | None:
-        """Stores ``result`` as the completed record of ``data``'s key if the key is new or its result
-        expired: ``None`` then. Else the item holding the key, once its payload hash is found to be
-        ``data``'s (``IdempotencyValidationError`` if it is not: another command's key)."""
-        key = self._get_hashed_idempotency_key(data)
-        assert key is not None  # raise_on_no_idempotency_key: Powertools raised for a command without one
-        record = DataRecord(
-            idempotency_key=key,
-            status=COMPLETED,
-            expiry_timestamp=self._get_expiry_timestamp(),
-            response_data=json.dumps(result, cls=Encoder, sort_keys=True),
-            payload_hash=self._get_hashed_payload(data),
-        )
+    def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
+        """As ``StoresCompleted.put_completed``: one conditional PutItem, whose failure returns the item."""
+        record = completed_record(self, data, result)
         try:
             self._unwatched.put_item(**self._put_unless_held(record, time.time() + _clock_offset()))
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
             response: dict[str, Any] = dict(error.response)
-            held: dict[str, Any] | None = response.get("Item")
-            if held is None:
+            item: dict[str, Any] | None = response.get("Item")
+            if item is None:
                 raise
-            stored_hash = held.get(self.validation_key_attr, {}).get("S")
-            if self.payload_validation_enabled and stored_hash != record.payload_hash:
-                raise IdempotencyValidationError(
-                    "Payload does not match stored record for this event key"
-                ) from error
+            # Read by hand: Powertools' own reading makes boto3's deserializer, a cost only for this.
+            held = DataRecord(
+                idempotency_key=record.idempotency_key,
+                status=item.get(self.status_attr, {}).get("S", ""),
+                response_data=item.get(self.data_attr, {}).get("S", ""),
+                payload_hash=item.get(self.validation_key_attr, {}).get("S", ""),
+            )
+            self._validate_payload(data_payload=record, stored_data_record=held)
             return held
         return None
 
@@ -244,6 +238,32 @@ class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
         held = self._item_to_data_record(item)
         self._validate_payload(data_payload=record, stored_data_record=held)
         raise IdempotencyItemAlreadyExistsError(old_data_record=held)
+
+
+@runtime_checkable
+class StoresCompleted(Protocol):
+    """A persistence layer that stores a completed record with no in-progress record before it."""
+
+    def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
+        """Stores ``result`` as the completed record of ``data``'s key, in one atomic write, if the key is
+        new or its result expired: ``None`` then. Else nothing is written and the record holding the key
+        (completed within its retention, or in progress, live or lapsed) is returned, once its payload
+        hash is found to be ``data``'s (``IdempotencyValidationError`` if it is not: another command's
+        key)."""
+        ...
+
+
+def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: dict[str, Any]) -> DataRecord:
+    """The completed record Powertools would save for ``data`` after its function returned ``result``."""
+    key = layer._get_hashed_idempotency_key(data)
+    assert key is not None  # raise_on_no_idempotency_key: Powertools raised for a command without one
+    return DataRecord(
+        idempotency_key=key,
+        status=COMPLETED,
+        expiry_timestamp=layer._get_expiry_timestamp(),
+        response_data=json.dumps(result, cls=Encoder, sort_keys=True),
+        payload_hash=layer._get_hashed_payload(data),
+    )
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
@@ -341,6 +361,7 @@ class PowertoolsIdempotentRunner:
         self._lease_seconds = lease_seconds
         self._watch = watch
         self._guarded = persistence if isinstance(persistence, GuardedPersistenceLayer) else None
+        self._unlocked = persistence if isinstance(persistence, StoresCompleted) else None
         # As Powertools' handler does on its first call: a read-only command's own put may come first.
         persistence.configure(self.config, key_prefix=KEY_PREFIX)
         self._run = idempotent_function(
@@ -402,8 +423,9 @@ class PowertoolsIdempotentRunner:
         """``work`` that changes nothing (``ports.RunsReadsUnlocked``), run without the in-progress record:
         two writes fewer than ``run`` (the in-progress put and the save), one conditional put instead.
 
-        Only on DynamoDB with the guard (``GuardedPersistenceLayer``); the Redis layer, and a DynamoDB
-        layer without the guard, run ``run``. ``work`` makes the guard's claim first (no claim is folded
+        Only on a layer that can (``StoresCompleted``: DynamoDB with the guard, ``GuardedPersistenceLayer``,
+        and Redis, ``redis_idempotency.LeasedCachePersistenceLayer``); on a DynamoDB layer without the
+        guard it runs ``run``. ``work`` makes the guard's claim first (no claim is folded
         here): a refused fact raises ``NotRecorded`` before the tool runs and nothing is written, as the
         locked path releases its record; a claim that finds the run ended or retired returns the skip,
         which is stored as the locked path stores it. A failure writes nothing: SQS redelivers, and the
@@ -425,7 +447,7 @@ class PowertoolsIdempotentRunner:
           checks it as ``run`` would. Never overwritten blindly: the record in progress may be the only
           trace of a write whose outcome is unknown.
         """
-        layer = self._guarded
+        layer = self._unlocked
         if layer is None:
             return self.run(command, work, after_lapse, claim)
         data = command.to_json_dict()
@@ -436,8 +458,8 @@ class PowertoolsIdempotentRunner:
             raise KeyHeldByAnotherCommand(str(error)) from error
         if held is None:
             return result
-        if held.get(layer.status_attr, {}).get("S") == COMPLETED:
-            stored: dict[str, Any] = json.loads(held[layer.data_attr]["S"])
+        if held.status == COMPLETED:
+            stored: dict[str, Any] = json.loads(held.response_data)
             return _unpacked(stored)
         return self.run(command, lambda: result, after_lapse, claim)
 

@@ -6,6 +6,10 @@ put is one Lua script, atomic on the server: it takes a new or expired key, refu
 within its retention, or a lease still running) and hands it back, and replaces a lapsed lease while
 returning the record it replaced — so a tool that is unsafe to repeat is reconciled, as on DynamoDB.
 
+A read-only command's completed record (``put_completed``, no in-progress record before it) is one
+Lua script too: it takes a new or expired key and refuses any other, a record in progress included,
+lapsed or not, as DynamoDB's conditional put does.
+
 Times in the records follow the local cloud's virtual clock (``CLOCK_OFFSET_ENV``); Redis' own expiry
 (``EX``) is the retention in real time, so nothing is kept shorter than asked.
 """
@@ -23,6 +27,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.cache import CacheP
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.idempotency import completed_record
 
 if TYPE_CHECKING:
     import redis
@@ -54,6 +59,24 @@ redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 return {'taken', found or ''}
 """
 
+# KEYS[1]: the record. ARGV: the completed record (JSON), its time to live (s), now (s).
+# Returns {outcome, the record found or ""}: outcome "stored" (new or expired), or "held" (a result
+# within retention, or a record in progress, live or lapsed: nothing written).
+_PUT_COMPLETED = """
+local found = redis.call('GET', KEYS[1])
+if found then
+  local ok, record = pcall(cjson.decode, found)
+  if ok and type(record) == 'table' then
+    local expiry = tonumber(record['expiration'])
+    if record['status'] == 'INPROGRESS' or expiry == nil or expiry >= tonumber(ARGV[3]) then
+      return {'held', found}
+    end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return {'stored', ''}
+"""
+
 
 with warnings.catch_warnings():
     # Powertools 3 deprecates the class's Redis name for v4 (``CachePersistenceLayer`` is the same
@@ -68,6 +91,7 @@ with warnings.catch_warnings():
         def __init__(self, client: redis.Redis) -> None:
             super().__init__(client=client)  # type: ignore[arg-type]
             self._put_script = client.register_script(_PUT_IN_PROGRESS)
+            self._put_completed_script = client.register_script(_PUT_COMPLETED)
             self.replaced_lapsed = False
 
         def begin(self) -> None:
@@ -105,6 +129,29 @@ with warnings.catch_warnings():
             self.replaced_lapsed = outcome == "replaced"
 
         def _update_record(self, data_record: DataRecord) -> None:
+            ttl = self._get_expiry_second(data_record.expiry_timestamp)
+            value = json.dumps(self._completed(data_record))
+            self.client.set(name=data_record.idempotency_key, value=value, ex=ttl)
+
+        def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
+            """As ``idempotency.StoresCompleted.put_completed``: one script, one round trip."""
+            record = completed_record(self, data, result)
+            outcome, found = self._put_completed_script(
+                keys=[record.idempotency_key],
+                args=[
+                    json.dumps(self._completed(record)),
+                    self.expires_after_seconds,
+                    int(time.time() + _clock_offset()),
+                ],
+            )
+            if _text(outcome) == "stored":
+                return None
+            held = self._item_to_data_record(record.idempotency_key, json.loads(_text(found)))
+            self._validate_payload(data_payload=record, stored_data_record=held)
+            return held
+
+        def _completed(self, data_record: DataRecord) -> dict[str, Any]:
+            """The record of a result, as Powertools' cache layer saves it, with the payload's hash."""
             record = {
                 self.data_attr: data_record.response_data,
                 self.status_attr: data_record.status,
@@ -112,8 +159,7 @@ with warnings.catch_warnings():
             }
             if self.payload_validation_enabled:
                 record[self.validation_key_attr] = data_record.payload_hash
-            ttl = self._get_expiry_second(data_record.expiry_timestamp)
-            self.client.set(name=data_record.idempotency_key, value=json.dumps(record), ex=ttl)
+            return record
 
 
 def redis_client(
