@@ -5,7 +5,9 @@ work (what execute does before a tool), against the guard's claim alone (what ex
 no idempotency store): the difference is what the store adds. DynamoDB is moto's HTTP server (the
 guard's read, the in-progress put with the resource's move if any, then Powertools' save); Redis is a
 real ``redis-server`` (the Lua put, the guard's read and claim, the save). Both over loopback, so the ratio
-compares the stores' round trips on this machine, not AWS's network (see the README).
+compares the stores' round trips on this machine, not AWS's network (see the README). A read-only
+command without a resource takes no lock (``run_read_only``: the guard's claim, then one put of its
+result); each store is timed that way too, in the same rounds.
 
 Run alone: ``python -m tests.bench.idempotency_latency``.
 """
@@ -30,7 +32,7 @@ from intentbus.adapters.dynamodb_store import STATE_SK, run_pk
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
 from intentbus.envelope import Envelope
-from intentbus.ports import ClaimRequest, IdempotentRunner
+from intentbus.ports import ClaimRequest
 from intentbus_local.redis_server import redis_server
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import create_idempotency_table, create_workflow_table, lambda_context
@@ -47,7 +49,10 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
     ``redis_added_ms`` (what each store adds to it per record), ``redis_to_dynamodb`` (the ratio of the
     two added latencies, same run), ``dynamodb_store_calls`` (round trips per record on DynamoDB, the
     guard's included), ``redis_store_calls`` (on Redis, the guard's included) and of them
-    ``redis_store_dynamodb_calls``, ``records``.
+    ``redis_store_dynamodb_calls``, ``records``. For a read-only command (no lock):
+    ``dynamodb_read_only_added_ms``, ``redis_read_only_added_ms``, their ratios to the locked path's
+    (``dynamodb_read_only_to_locked``, ``redis_read_only_to_locked``), and ``dynamodb_read_only_store_calls``,
+    ``redis_read_only_store_calls`` (round trips per record, the guard's included, as above).
     """
     os.environ.setdefault("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
     with _moto_dynamodb() as dynamodb, redis_server() as server:
@@ -69,12 +74,14 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
         def guard_only() -> None:
             guard.claim(**_request().arguments())
 
-        samples: dict[str, list[float]] = {"guard": [], "dynamodb": [], "redis": []}
         modes: dict[str, Callable[[], None]] = {
             "guard": guard_only,
             "dynamodb": lambda: _through(on_dynamodb, guard),
             "redis": lambda: _through(on_redis, guard),
+            "dynamodb_read_only": lambda: _through(on_dynamodb, guard, read_only=True),
+            "redis_read_only": lambda: _through(on_redis, guard, read_only=True),
         }
+        samples: dict[str, list[float]] = {name: [] for name in modes}
         for mode in modes.values():  # warm up: connections, scripts loaded, code paths
             for _ in range(10):
                 mode()
@@ -83,22 +90,35 @@ def measure_idempotency(records_per_round: int = RECORDS_PER_ROUND, rounds: int 
                 samples[name].append(_per_record_ms(mode, records_per_round))
         calls = {name: _calls_per_record(mode, dynamodb, redis) for name, mode in modes.items()}
     guard_ms = statistics.median(samples["guard"])
-    dynamodb_added = statistics.median(samples["dynamodb"]) - guard_ms
-    redis_added = statistics.median(samples["redis"]) - guard_ms
+    added = {name: statistics.median(samples[name]) - guard_ms for name in modes if name != "guard"}
+    dynamodb_added, redis_added = added["dynamodb"], added["redis"]
     return {
         "guard_only_ms": round(guard_ms, 3),
         "dynamodb_added_ms": round(dynamodb_added, 3),
         "redis_added_ms": round(redis_added, 3),
-        "redis_to_dynamodb": round(redis_added / dynamodb_added, 3) if dynamodb_added > 0 else 0.0,
+        "redis_to_dynamodb": _ratio(redis_added, dynamodb_added),
         "dynamodb_store_calls": calls["dynamodb"][0],
         "redis_store_calls": calls["redis"][0] + calls["redis"][1],
         "redis_store_dynamodb_calls": calls["redis"][0],
+        "dynamodb_read_only_added_ms": round(added["dynamodb_read_only"], 3),
+        "redis_read_only_added_ms": round(added["redis_read_only"], 3),
+        "dynamodb_read_only_to_locked": _ratio(added["dynamodb_read_only"], dynamodb_added),
+        "redis_read_only_to_locked": _ratio(added["redis_read_only"], redis_added),
+        "dynamodb_read_only_store_calls": calls["dynamodb_read_only"][0],
+        "redis_read_only_store_calls": calls["redis_read_only"][0] + calls["redis_read_only"][1],
         "records": records_per_round * rounds,
     }
 
 
-def _through(runner: IdempotentRunner, guard: DynamoExecutionGuard) -> None:
-    """One command: the runner's in-progress record, the guard's claim (folded or not), the result."""
+def _ratio(part: float, whole: float) -> float:
+    return round(part / whole, 3) if whole > 0 else 0.0
+
+
+def _through(
+    runner: PowertoolsIdempotentRunner, guard: DynamoExecutionGuard, *, read_only: bool = False
+) -> None:
+    """One command: the runner's in-progress record, the guard's claim (folded or not), the result; or,
+    ``read_only``, the guard's claim and the put of the result, no lock."""
     request = _request()
 
     def work() -> dict[str, Any]:
@@ -106,7 +126,10 @@ def _through(runner: IdempotentRunner, guard: DynamoExecutionGuard) -> None:
             guard.claim(**request.arguments())
         return {"ok": True}
 
-    runner.run(_command(), work, claim=request)
+    if read_only:
+        runner.run_read_only(_command(), work, claim=request)
+    else:
+        runner.run(_command(), work, claim=request)
 
 
 def _calls_per_record(
