@@ -49,7 +49,8 @@ _MEMBER_TYPES = {
     "NULL": "boolean",
     "BOOL": "boolean",
 }
-_UNSUPPORTED = object()
+NOT_WIRE_FORM = object()
+"""What ``wire_copy`` answers for a value it does not copy (the library's own walk then runs)."""
 
 
 def apply() -> None:
@@ -67,37 +68,37 @@ def apply() -> None:
 
 
 def wire_copy(value: Any) -> Any:
-    """The serialized form of an attribute value in wire form (a copy), or ``_UNSUPPORTED``."""
+    """The serialized form of an attribute value in wire form (a copy), or ``NOT_WIRE_FORM``."""
     if type(value) is not dict or len(value) != 1:
-        return _UNSUPPORTED
+        return NOT_WIRE_FORM
     ((kind, inner),) = value.items()
     as_is = _AS_IS.get(kind)
     if as_is is not None:
-        return {kind: inner} if type(inner) is as_is else _UNSUPPORTED
+        return {kind: inner} if type(inner) is as_is else NOT_WIRE_FORM
     if kind in _STRING_SETS:
         if type(inner) is not list or any(type(item) is not str for item in inner):
-            return _UNSUPPORTED
+            return NOT_WIRE_FORM
         return {kind: list(inner)}
     if kind == "M":
         if type(inner) is not dict:
-            return _UNSUPPORTED
+            return NOT_WIRE_FORM
         copied: dict[str, Any] = {}
         for name, member in inner.items():
             if type(name) is not str or not name:  # moto serializes an empty key as the root
-                return _UNSUPPORTED
+                return NOT_WIRE_FORM
             copied[name] = wire_copy(member)
-            if copied[name] is _UNSUPPORTED:
-                return _UNSUPPORTED
+            if copied[name] is NOT_WIRE_FORM:
+                return NOT_WIRE_FORM
         return {kind: copied}
     if kind == "L":
         if type(inner) is not list:
-            return _UNSUPPORTED
+            return NOT_WIRE_FORM
         items = [wire_copy(item) for item in inner]
-        return _UNSUPPORTED if any(item is _UNSUPPORTED for item in items) else {kind: items}
-    return _UNSUPPORTED
+        return NOT_WIRE_FORM if any(item is NOT_WIRE_FORM for item in items) else {kind: items}
+    return NOT_WIRE_FORM
 
 
-def _plain(shape: Any) -> bool:
+def is_plain_attribute_value(shape: Any) -> bool:
     """Whether ``shape`` is DynamoDB's AttributeValue as moto 5.2.5 walks it: members of the types
     ``wire_copy`` assumes, a map and a list of AttributeValue, and no serialization names anywhere."""
     if shape.name != SHAPE_NAME or shape.type_name != "structure" or shape.is_document_type:
@@ -124,7 +125,7 @@ def _serialize_type_structure_for(serialize: Any) -> Callable[..., Any]:
         if key and getattr(shape, "name", None) == SHAPE_NAME and type(value) is dict:
             known = plain.get(id(shape))
             if known is None or known[0] is not shape:
-                known = plain[id(shape)] = (shape, _plain(shape))
+                known = plain[id(shape)] = (shape, is_plain_attribute_value(shape))
             picker = self._value_picker
             if (
                 known[1]
@@ -133,7 +134,7 @@ def _serialize_type_structure_for(serialize: Any) -> Callable[..., Any]:
                 and picker.alias_providers is defaults
             ):
                 copied = wire_copy(value)
-                if copied is not _UNSUPPORTED:
+                if copied is not NOT_WIRE_FORM:
                     self._default_serialize(serialized, copied, shape, key)
                     return
         original(self, serialized, value, shape, key)

@@ -66,6 +66,16 @@ class Pins:
             found = vars(getattr(importlib.import_module(module), owner))[attribute]
         return _function(found)
 
+    def inherited_by(self, subclass: type) -> bool:
+        """Whether ``subclass`` uses each pinned attribute as the class the pin names defines it (no class
+        between them overrides it), so that replacing one for ``subclass`` replaces what it runs."""
+        for dotted in self.sources:
+            module, owner, attribute = _split(dotted)
+            defined = vars(getattr(importlib.import_module(module), owner))[attribute]
+            if getattr(subclass, attribute, None) is not defined:
+                return False
+        return True
+
     def changed(self) -> list[str]:
         """The pinned names whose moto source is not the one found on ``found_on``."""
         return [

@@ -48,6 +48,18 @@ def test_the_code_the_direct_path_stands_in_for_is_the_code_it_was_written_again
     assert attribute_parse._moto_holds()
 
 
+def test_dynamodb_s_attribute_value_shape_takes_the_copy_in_botocore_s_model_and_moto_s() -> None:
+    """Else the equivalence tests below would pass with the copy never taken."""
+    from moto.core.utils import get_service_model
+
+    answer = _dynamodb_model().operation_model("GetItem").output_shape
+    request = get_service_model("dynamodb").operation_model("PutItem").input_shape
+    assert answer is not None
+    assert request is not None
+    for item in (answer.members["Item"], request.members["Item"]):
+        assert attribute_parse._is_attribute_value(item.value)
+
+
 _scalar_value = st.one_of(
     st.text(max_size=4), st.booleans(), st.none(), st.integers(-3, 3), st.just("AAE="), st.just("not base64")
 )
