@@ -178,8 +178,13 @@ class ApprovalDesk:
         ``sweep_key`` is before now, as ``due_approvals(now)`` would list them.
         """
         now = self.deps.clock.now()
-        listed = self.store.due_approvals(ALL_PENDING_BY)
-        due_now = [a for a in listed if a.sweep_key is not None and a.sweep_key < now]
+        due_now: list[Approval] = []
+        pending: list[Approval] = []
+        for listed in self.store.due_approvals(ALL_PENDING_BY):
+            if listed.sweep_key is not None and listed.sweep_key < now:
+                due_now.append(listed)
+            elif listed.status is ApprovalStatus.PENDING:
+                pending.append(listed)
         results: list[Result] = []
         for due in due_now:
             if due.status is not ApprovalStatus.PENDING:
@@ -188,12 +193,6 @@ class ApprovalDesk:
                     results.append(announced)
                 continue
             results.extend(retry_on_conflict(self._expiry_attempts(due, now), exhausted=list))
-        due_ids = {(a.tenant_id, a.approval_id) for a in due_now}
-        pending = [
-            a
-            for a in listed
-            if a.status is ApprovalStatus.PENDING and (a.tenant_id, a.approval_id) not in due_ids
-        ]
         return Sweep(at=now, results=results, pending=pending)
 
     def _expiry_attempts(self, due: Approval, now: datetime) -> Callable[[], list[Result] | None]:
