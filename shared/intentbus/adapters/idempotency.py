@@ -453,7 +453,7 @@ class PowertoolsIdempotentRunner:
         data = command.to_json_dict()
         result = work()
         try:
-            held = layer.put_completed(data, _call(data, lambda: result))
+            held = layer.put_completed(data, _packed(result))
         except IdempotencyValidationError as error:
             raise KeyHeldByAnotherCommand(str(error)) from error
         if held is None:
@@ -480,7 +480,11 @@ whose field names and ids repeat; packed, the record stays under DynamoDB's 1 KB
 
 
 def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    plain = json.dumps(work(), separators=(",", ":")).encode()
+    return _packed(work())
+
+
+def _packed(result: dict[str, Any]) -> dict[str, Any]:
+    plain = json.dumps(result, separators=(",", ":")).encode()
     return {PACKED: base64.b85encode(compressed(plain)).decode()}
 
 
