@@ -6,6 +6,7 @@ attempt holds in progress is never overwritten."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +14,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
 from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
-from intentbus.adapters.idempotency import GuardedPersistenceLayer, PowertoolsIdempotentRunner
+from intentbus.adapters.idempotency import (
+    GuardedPersistenceLayer,
+    PowertoolsIdempotentRunner,
+    StoresCompleted,
+)
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
 from intentbus.journal import Outcome
@@ -180,7 +185,7 @@ def _forged(body: str, change: dict[str, Any]) -> str:
     return json.dumps(event)
 
 
-@pytest.mark.parametrize(
+FORGERIES = pytest.mark.parametrize(
     "change",
     [
         {"idempotency_key": "forged-key"},  # a digest recorded nowhere
@@ -190,21 +195,33 @@ def _forged(body: str, change: dict[str, Any]) -> str:
     ],
     ids=["digest-not-recorded", "another-run", "another-tenant", "another-payload"],
 )
-def test_a_forged_read_only_command_is_refused_before_its_tool_runs(
+"""Forgeries of a genuine read-only command, each refused before its tool runs (on either store)."""
+
+
+def check_a_forgery_is_refused_before_its_tool_runs(
     resources: Resources,  # noqa: F811
     change: dict[str, Any],
+    stored_records: Callable[[], Any],
 ) -> None:
     pipeline, genuine = diagnostics_command(resources)
     applied = pipeline.deliver("execute", genuine)
-    stored = records()
+    stored = stored_records()
 
     forged = pipeline.deliver("execute", _forged(genuine, change))
 
     assert forged.outcome == Outcome.QUARANTINED.value
     assert forged.of("monitoring") == [], "the forged command's tool ran"
     assert forged.published == ()
-    assert records() == stored
+    assert stored_records() == stored
     assert applied.outcome == Outcome.APPLIED.value
+
+
+@FORGERIES
+def test_a_forged_read_only_command_is_refused_before_its_tool_runs(
+    resources: Resources,  # noqa: F811
+    change: dict[str, Any],
+) -> None:
+    check_a_forgery_is_refused_before_its_tool_runs(resources, change, records)
 
 
 def test_through_the_stage_a_read_only_command_writes_once_and_takes_no_lock(
@@ -226,21 +243,30 @@ def test_through_the_stage_racing_deliveries_publish_the_first_stored_result(
     resources: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    check_racing_deliveries_publish_the_first_stored_result(resources, monkeypatch, GuardedPersistenceLayer)
+
+
+def check_racing_deliveries_publish_the_first_stored_result(
+    resources: Resources,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    layer: type[StoresCompleted],
+) -> None:
+    """The other delivery stores its result between this one's tool and its put (on ``layer``'s store)."""
     pipeline, body = diagnostics_command(resources)
     stage = pipeline.stages["execute"]
     assert isinstance(stage, ExecuteStage)
-    put_completed = GuardedPersistenceLayer.put_completed
+    put_completed = layer.put_completed
     inner: list[Any] = []
     raced = False
 
-    def racing(self: GuardedPersistenceLayer, data: dict[str, Any], result: dict[str, Any]) -> Any:
+    def racing(self: StoresCompleted, data: dict[str, Any], result: dict[str, Any]) -> Any:
         nonlocal raced
-        if not raced:  # the other delivery stores its result between this one's tool and its put
+        if not raced:
             raced = True
             inner.append(stage.handle(body, "msg-other"))
         return put_completed(self, data, result)
 
-    monkeypatch.setattr(GuardedPersistenceLayer, "put_completed", racing)
+    monkeypatch.setattr(layer, "put_completed", racing)
     outer = stage.handle(body, "msg-first")
 
     (other,) = inner

@@ -20,7 +20,6 @@ from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
 from intentbus.journal import Outcome
 from intentbus.ports import KeyHeldByAnotherCommand
-from intentbus.stages.execute import ExecuteStage
 from intentbus_local.redis_server import RedisServer, redis_server
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)
@@ -29,7 +28,12 @@ from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)
     lambda_context,
     resources,
 )
-from tests.integration.test_read_only_commands import _forged, diagnostics_command
+from tests.integration.test_read_only_commands import (
+    FORGERIES,
+    check_a_forgery_is_refused_before_its_tool_runs,
+    check_racing_deliveries_publish_the_first_stored_result,
+    diagnostics_command,
+)
 
 RETENTION = 3600
 LEASE = 30
@@ -227,33 +231,14 @@ def on_redis(connection: redis_py.Redis, server: RedisServer, monkeypatch: pytes
     monkeypatch.setenv("IDEMPOTENCY_REDIS_TLS", "false")
 
 
-@pytest.mark.parametrize(
-    "change",
-    [
-        {"idempotency_key": "forged-key"},  # a digest recorded nowhere
-        {"run_id": "another-run"},
-        {"tenant_id": "intruder"},
-        {"payload": {"service": "billing-api"}},  # the genuine command's key, another payload
-    ],
-    ids=["digest-not-recorded", "another-run", "another-tenant", "another-payload"],
-)
+@FORGERIES
 def test_a_forged_read_only_command_is_refused_before_its_tool_runs(
     on_redis: None,
     connection: redis_py.Redis,
     resources: Resources,  # noqa: F811
     change: dict[str, Any],
 ) -> None:
-    pipeline, genuine = diagnostics_command(resources)
-    applied = pipeline.deliver("execute", genuine)
-    stored = records(connection)
-
-    forged = pipeline.deliver("execute", _forged(genuine, change))
-
-    assert forged.outcome == Outcome.QUARANTINED.value
-    assert forged.of("monitoring") == [], "the forged command's tool ran"
-    assert forged.published == ()
-    assert records(connection) == stored
-    assert applied.outcome == Outcome.APPLIED.value
+    check_a_forgery_is_refused_before_its_tool_runs(resources, change, lambda: records(connection))
 
 
 def test_through_the_stage_a_read_only_command_sends_one_script_and_takes_no_lock(
@@ -284,24 +269,6 @@ def test_through_the_stage_racing_deliveries_publish_the_first_stored_result(
     resources: Resources,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pipeline, body = diagnostics_command(resources)
-    stage = pipeline.stages["execute"]
-    assert isinstance(stage, ExecuteStage)
-    put_completed = LeasedCachePersistenceLayer.put_completed
-    inner: list[Any] = []
-    raced = False
-
-    def racing(self: LeasedCachePersistenceLayer, data: dict[str, Any], result: dict[str, Any]) -> Any:
-        nonlocal raced
-        if not raced:  # the other delivery stores its result between this one's tool and its put
-            raced = True
-            inner.append(stage.handle(body, "msg-other"))
-        return put_completed(self, data, result)
-
-    monkeypatch.setattr(LeasedCachePersistenceLayer, "put_completed", racing)
-    outer = stage.handle(body, "msg-first")
-
-    (other,) = inner
-    assert (other.outcome, outer.outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
-    assert outer.published == other.published
-    assert [e.type for e in outer.published] == ["CommandExecuted"]
+    check_racing_deliveries_publish_the_first_stored_result(
+        resources, monkeypatch, LeasedCachePersistenceLayer
+    )
