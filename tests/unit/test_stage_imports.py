@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("validate", "decide", "authorize", "execute", "record")
@@ -37,23 +38,32 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def _imported_by_the_stages() -> set[str]:
+def _probe(code: str, *arguments: str, paths: tuple[Path, ...] = (ROOT / "shared",), **environ: str) -> Any:
+    """What ``code``, run in a fresh interpreter on ``paths``, prints as JSON on its last line."""
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT / "shared"),
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "TRACING_BACKEND": "off",
-        "POWERTOOLS_TRACE_DISABLED": "true",
+        "PYTHONPATH": os.pathsep.join(str(path) for path in paths),
+        **environ,
     }
     ran = subprocess.run(
-        [sys.executable, "-c", _PROBE, *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES)],
+        [sys.executable, "-c", code, *arguments],
         env=environment,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    modules: list[str] = json.loads(ran.stdout.splitlines()[-1])
+    return json.loads(ran.stdout.splitlines()[-1])
+
+
+def _imported_by_the_stages() -> set[str]:
+    modules: list[str] = _probe(
+        _PROBE,
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        TRACING_BACKEND="off",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
     return set(modules)
 
 
@@ -89,20 +99,7 @@ def test_execute_loads_powertools_idempotency_without_boto3() -> None:
     """Powertools' DynamoDB layer behaves as with boto3 (version check, reading a record back), yet the
     execute stage's first record imports neither boto3 nor s3transfer nor multiprocessing (nor the failure
     review, needed on a last attempt only); a later ``import boto3`` is the real one."""
-    environment = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT / "shared"),
-        "AWS_LAMBDA_FUNCTION_NAME": "execute",
-    }
-    ran = subprocess.run(
-        [sys.executable, "-c", _IDEMPOTENCY_PROBE],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    seen = json.loads(ran.stdout.splitlines()[-1])
+    seen = _probe(_IDEMPOTENCY_PROBE, AWS_LAMBDA_FUNCTION_NAME="execute")
 
     assert seen["at_first_record"] == []
     assert seen["asks_for_old_item"] == {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
@@ -138,16 +135,7 @@ print(json.dumps(seen))
 def test_validate_loads_the_cloudevents_reader_only_for_a_cloudevent() -> None:
     """A native envelope, the common input, is accepted without the CloudEvents reader (~1 ms of a cold
     start); the first CloudEvent loads it and is read as before."""
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{ROOT / 'shared'}"}
-    ran = subprocess.run(
-        [sys.executable, "-c", _CLOUDEVENT_PROBE],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    seen = json.loads(ran.stdout.splitlines()[-1])
+    seen = _probe(_CLOUDEVENT_PROBE, paths=(ROOT, ROOT / "shared"))
 
     assert seen["native"] == {"p99_ms": 900.0, "reader_loaded": False}
     assert seen["cloudevent"] == {"p99_ms": 900.0, "reader_loaded": True}
@@ -157,14 +145,5 @@ def test_decide_loads_the_raw_output_keeper_only_for_a_rejected_decision() -> No
     """decide's core imports ``intentbus.model_output`` only when a decision is rejected (~1 ms of a cold
     start otherwise)."""
     probe = "import json, sys, intentbus.stages.decide; print(json.dumps(sorted(sys.modules)))"
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT / "shared")}
-    ran = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
 
-    assert "intentbus.model_output" not in json.loads(ran.stdout.splitlines()[-1])
+    assert "intentbus.model_output" not in _probe(probe)
