@@ -99,6 +99,15 @@ class _Turn:
         )
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """A decision that passed ``_checked``, with each proposed payload as its command's model has it."""
+
+    decision: Decision
+    payloads: tuple[dict[str, Any], ...]
+    """``_canonical`` of each of ``decision.commands``, in order: validated once, used by ``_command``."""
+
+
 WHY_CHARS = 3000
 """How much of the validation errors a quarantine reason carries (the queue keeps 4,096 characters), so
 that the raw output's size and hash after them always fit."""
@@ -135,7 +144,7 @@ class DecideStage(BatchReadingStage):
     store: WorkflowStore
     models: ModelProvider | None = None
     """Binds the workflows' ``ModelAgent`` steps to a model; ``None``: their scripted fallbacks decide."""
-    _decisions: dict[str, Decision] = field(default_factory=dict)
+    _decisions: dict[str, _Checked] = field(default_factory=dict)
     """Decisions not yet recorded, by accepted event id: reused when the write is retried, in this
     invocation or (warm) a later one after it failed, so the model is not asked again. Once recorded,
     the log holds the decision and the entry is dropped."""
@@ -267,7 +276,7 @@ class DecideStage(BatchReadingStage):
             return self._pause(turn, breach)
         return self._propose(turn, self._decision(turn, step))
 
-    def _decision(self, turn: _Turn, step: Step) -> Decision:
+    def _decision(self, turn: _Turn, step: Step) -> _Checked:
         key = turn.accepted.id
         if key not in self._decisions:
             assert step.agent is not None
@@ -285,16 +294,16 @@ class DecideStage(BatchReadingStage):
                 context = replace(context, selection=step.context(context))
             agent = self._agent(step.agent)
             started = time.perf_counter()
-            decision = self._decide(turn, agent, context)
+            checked = self._decide(turn, agent, context)
             span_notes.note(
                 {
                     span_notes.AGENT: agent.name,
-                    span_notes.MODEL_INPUT_TOKENS: decision.tokens.input_tokens,
-                    span_notes.MODEL_OUTPUT_TOKENS: decision.tokens.output_tokens,
+                    span_notes.MODEL_INPUT_TOKENS: checked.decision.tokens.input_tokens,
+                    span_notes.MODEL_OUTPUT_TOKENS: checked.decision.tokens.output_tokens,
                     span_notes.MODEL_LATENCY_MS: round((time.perf_counter() - started) * 1000, 3),
                 }
             )
-            self._decisions[key] = decision
+            self._decisions[key] = checked
         return self._decisions[key]
 
     def _agent(self, agent: Agent) -> Agent:
@@ -302,7 +311,7 @@ class DecideStage(BatchReadingStage):
             return self.models.agent(agent)
         return agent
 
-    def _decide(self, turn: _Turn, agent: Agent, context: DecisionContext) -> Decision:
+    def _decide(self, turn: _Turn, agent: Agent, context: DecisionContext) -> _Checked:
         """The agent's decision, checked; a model gets one repair attempt, shown why it was refused."""
         try:
             return _checked(turn.workflow, context, agent.decide(context))
@@ -325,12 +334,15 @@ class DecideStage(BatchReadingStage):
                 attempts=[first, second],
             ) from None
         # The refused answer was paid for too: the run's token budget counts both.
-        return repaired.model_copy(update={"tokens": first.tokens + repaired.tokens})
+        tokens = first.tokens + repaired.decision.tokens
+        return replace(repaired, decision=repaired.decision.model_copy(update={"tokens": tokens}))
 
-    def _propose(self, turn: _Turn, decision: Decision) -> StageResult | None:
+    def _propose(self, turn: _Turn, checked: _Checked) -> StageResult | None:
+        decision = checked.decision
         step_index = turn.base.step_index + 1
         commands = [
-            _command(turn, index, proposed, step_index) for index, proposed in enumerate(decision.commands)
+            _command(turn, index, proposed, step_index, payload)
+            for index, (proposed, payload) in enumerate(zip(decision.commands, checked.payloads, strict=True))
         ]
         state = begin_step(
             turn.base,
@@ -424,10 +436,11 @@ class DecideStage(BatchReadingStage):
         )
 
 
-def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -> Decision:
+def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -> _Checked:
     """The decision if it proposes at most ``max_commands``, each a command the step offers with a valid
     payload; else malformed. Every agent is held to it, scripted ones too."""
     problems: list[MalformedInput] = []
+    payloads: list[dict[str, Any]] = []
     if len(decision.commands) > workflow.max_commands:
         problems.append(
             MalformedInput(
@@ -447,7 +460,7 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             )
             continue
         try:
-            _canonical(workflow, proposed)
+            payloads.append(_canonical(workflow, proposed))
         except MalformedInput as problem:
             problems.append(problem)
     problems.extend(_oversized(decision))
@@ -458,7 +471,7 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             field=problems[0].field,
             tokens=decision.tokens,
         )
-    return decision
+    return _Checked(decision, tuple(payloads))
 
 
 SUMMARY_PAYLOAD_BYTES = 4 * 1024
@@ -530,9 +543,10 @@ def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
         raise MalformedInput.from_validation(error, spec.model, prefix=f"decision.{proposed.type}.") from None
 
 
-def _command(turn: _Turn, index: int, proposed: ProposedCommand, step_index: int) -> Envelope:
-    """The proposal as a typed command; an agent's invalid proposal is malformed, never run."""
-    canonical = _canonical(turn.workflow, proposed)
+def _command(
+    turn: _Turn, index: int, proposed: ProposedCommand, step_index: int, canonical: dict[str, Any]
+) -> Envelope:
+    """The proposal as a typed command, its payload ``canonical`` (``_checked`` found it valid)."""
     return turn.accepted.follow(
         stage="decide.command",
         type=proposed.type,

@@ -152,7 +152,7 @@ class ExecuteStage(Stage):
                 answer = runner.run_read_only(command, attempt.run, after_lapse, claim)
             else:
                 answer = runner.run(command, attempt.run, after_lapse, claim)
-            output = Envelope.model_validate(answer)
+            output = attempt.output_of(answer)
         except (ToolError, ClientError, BotoCoreError, OSError) as error:
             if not _retryable(error):
                 raise
@@ -216,25 +216,27 @@ class ExecuteStage(Stage):
         """A command this deployment has no tool for (a redeploy dropped or changed its workflow): once the
         guard finds its authorization recorded, it is skipped with the reason, so record ends the run."""
         incoming, command = read.fact.envelope, read.fact.payload.command
-        ran = False
+        made: list[tuple[dict[str, Any], Envelope]] = []
 
         def skip() -> dict[str, Any]:
-            nonlocal ran
-            ran = True
             claim = _guarded_claim(self, incoming, command, read.claim(self))
             reason = f"{read.not_declared}: not run"
             if claim.status is ClaimStatus.RUN_ENDED:
                 reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
-            skipped = facts.CommandSkipped(command=command, reason=reason)
-            return _follow(self, incoming, facts.COMMAND_SKIPPED, skipped)
+            skipped = _follow(
+                self, incoming, facts.COMMAND_SKIPPED, facts.CommandSkipped(command=command, reason=reason)
+            )
+            made.append((skipped.to_json_dict(), skipped))
+            return made[-1][0]
 
         try:
-            output = Envelope.model_validate(self.runner.run(command, skip))
+            answer = self.runner.run(command, skip)
+            output = _output_of(answer, *(made[-1] if made else (None, None)))
         except KeyHeldByAnotherCommand:
             return self.reject(_key_held(command), body, message_id)
         except NotRecorded as error:
             return self.reject(error, body, message_id)
-        return publish(self.deps, Outcome.APPLIED if ran else Outcome.DUPLICATE, incoming, (output,))
+        return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,12 @@ class _Attempt:
     """The runner may have made it with its in-progress record."""
     made: dict[str, Any] | None = None
     """The last output this attempt made: what the runner returns if it stored it (or ran it locked)."""
+    made_fact: Envelope | None = None
+    """``made`` as the envelope it was dumped from."""
+
+    def output_of(self, answer: dict[str, Any]) -> Envelope:
+        """The runner's answer as an envelope: the one this attempt made, if the answer is it."""
+        return _output_of(answer, self.made, self.made_fact)
 
     @property
     def _context(self) -> ToolContext:
@@ -409,7 +417,8 @@ class _Attempt:
             raise OutcomeInDoubt(f"reconciling {self.tool.name} failed: {error!r}") from error
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
-        self.made = _follow(self.stage, self.incoming, fact_type, payload)
+        self.made_fact = _follow(self.stage, self.incoming, fact_type, payload)
+        self.made = self.made_fact.to_json_dict()
         return self.made
 
 
@@ -432,7 +441,7 @@ def _guarded_claim(
     return claimed
 
 
-def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Payload) -> dict[str, Any]:
+def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Payload) -> Envelope:
     return incoming.follow(
         stage=STAGE,
         type=fact_type,
@@ -440,7 +449,16 @@ def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Pa
         time=stage.deps.clock.now(),
         source=facts.PIPELINE_SOURCE,
         payload=payload.model_dump(mode="json"),
-    ).to_json_dict()
+    )
+
+
+def _output_of(answer: dict[str, Any], made: dict[str, Any] | None, fact: Envelope | None) -> Envelope:
+    """The envelope to publish for the runner's answer. The answer this delivery made, ``made`` (the runner
+    returns it as it was made, the very object), is published as ``fact``, the envelope it was dumped from,
+    not validated again; a stored result read back is validated."""
+    if fact is not None and answer is made:
+        return fact
+    return Envelope.model_validate(answer)
 
 
 def _retryable(error: Exception) -> bool:
