@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("validate", "decide", "authorize", "execute", "record")
 NEVER_AT_IMPORT = (
@@ -28,6 +30,7 @@ NEVER_AT_IMPORT = (
     "intentbus.cloudevent",
     "intentbus.workflows",
     "intentbus.validation_errors",
+    "intentbus.facts.",
 )
 
 _PROBE = """
@@ -162,7 +165,8 @@ while pending:
             pending.append(model)
             if model.__module__.startswith("intentbus") and model.__pydantic_complete__:
                 built.append(f"{model.__module__}.{model.__qualname__}")
-print(json.dumps({"built": sorted(built), "classes": len(seen)}))
+deferred = sorted(f"{m.__module__}.{m.__qualname__}" for m in seen if not m.__pydantic_complete__)
+print(json.dumps({"built": sorted(built), "deferred": deferred}))
 """
 
 BUILT_AT_IMPORT = ("intentbus.config.Settings", "intentbus.envelope.Envelope")
@@ -182,4 +186,23 @@ def test_the_entries_build_no_model_but_the_settings_and_the_envelope() -> None:
     )
 
     assert seen["built"] == sorted(BUILT_AT_IMPORT)
-    assert seen["classes"] > 20, "the entries' models were imported"
+    assert "intentbus.journal.LogEntry" in seen["deferred"], "the entries' models were imported"
+
+
+FACTS_READ_OR_PUBLISHED = {
+    "validate": [],
+    "decide": ["intentbus.facts.accepted"],
+    "authorize": ["intentbus.facts.proposed"],
+    "execute": [],
+    "record": ["intentbus.facts.authorized", "intentbus.facts.executed"],
+}
+"""The fact models each stage's core imports with itself: those it reads (record: every outcome of a
+command). What a stage publishes is imported with its first publication."""
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_stage_imports_only_the_fact_models_it_reads(stage: str) -> None:
+    probe = f"import json, sys, intentbus.stages.{stage}; print(json.dumps(sorted(sys.modules)))"
+    loaded = [name for name in _probe(probe) if name.startswith("intentbus.facts.")]
+
+    assert loaded == FACTS_READ_OR_PUBLISHED[stage]
