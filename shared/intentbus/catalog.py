@@ -7,14 +7,14 @@ from collections.abc import Iterable
 
 from intentbus.definition import CommandSpec, Step, Workflow
 from intentbus.errors import ConfigurationError
-from intentbus.facts import PIPELINE_TYPES
+from intentbus.facts import PIPELINE_TYPE_NAMES, pipeline_type
 from intentbus.registry import TypeRegistry
 
 
 class Catalog:
     def __init__(self, workflows: Iterable[Workflow]) -> None:
         self.workflows: dict[str, Workflow] = {}
-        self.types = TypeRegistry(PIPELINE_TYPES)
+        self.types = TypeRegistry(deferred=dict.fromkeys(PIPELINE_TYPE_NAMES, pipeline_type))
         self._owner_of_type: dict[str, Workflow] = {}
         for workflow in workflows:
             problems = workflow.problems()

@@ -8,7 +8,7 @@ wherever the payload is logged, and the exported JSON Schema says ``"sensitive":
 from __future__ import annotations
 
 import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
@@ -52,13 +52,18 @@ class DuplicateType(IntentbusError, ValueError):
 
 
 class TypeRegistry:
-    def __init__(self, specs: Iterable[TypeSpec] = ()) -> None:
+    def __init__(
+        self, specs: Iterable[TypeSpec] = (), deferred: Mapping[str, Callable[[str], TypeSpec]] | None = None
+    ) -> None:
+        """``deferred``: types known by name now, each spec made by its function on first use (the
+        pipeline's facts: their models are imported only when a stage reads, publishes or redacts one)."""
         self._specs: dict[str, TypeSpec] = {}
+        self._deferred: dict[str, Callable[[str], TypeSpec]] = dict(deferred or {})
         for spec in specs:
             self.add(spec)
 
     def add(self, spec: TypeSpec) -> None:
-        existing = self._specs.get(spec.name)
+        existing = self._spec(spec.name)
         if existing is not None and existing != spec:
             raise DuplicateType(
                 f"type {spec.name!r} is declared by both {existing.owner!r} and {spec.owner!r}"
@@ -66,15 +71,23 @@ class TypeRegistry:
         self._specs[spec.name] = spec
 
     def get(self, name: str) -> TypeSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            raise UnknownType(name) from None
+        spec = self._spec(name)
+        if spec is None:
+            raise UnknownType(name)
+        return spec
+
+    def _spec(self, name: str) -> TypeSpec | None:
+        spec = self._specs.get(name)
+        if spec is None and name in self._deferred:
+            spec = self._specs[name] = self._deferred.pop(name)(name)
+        return spec
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return name in self._specs or name in self._deferred
 
     def __iter__(self) -> Iterator[TypeSpec]:
+        for name in list(self._deferred):
+            self._spec(name)
         return iter(sorted(self._specs.values(), key=lambda spec: spec.name))
 
     def sensitive_fields(self, name: str) -> frozenset[str]:
@@ -86,9 +99,10 @@ class TypeRegistry:
         """``payload`` with every value its type marks sensitive replaced by ``REDACTED``, at any depth:
         nested models by their own fields, and a nested envelope (a pipeline fact's event or command)
         by its own type. A type the registry does not know is ``WITHHELD`` whole."""
-        if name not in self._specs:
+        spec = self._spec(name)
+        if spec is None:
             return WITHHELD
-        return self._redact_model(self._specs[name].model, payload)
+        return self._redact_model(spec.model, payload)
 
     def _redact_model(self, model: type[BaseModel], value: Any) -> Any:
         if not isinstance(value, Mapping):
