@@ -8,9 +8,10 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
 parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
-stack_template (a JSON stack template read as JSON) and events_hot_paths (an event flattened once
-for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field)
-and attribute_parse (a DynamoDB request's attribute values read as the copies they are).
+stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
+for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
+attribute_parse (a DynamoDB request's attribute values read as the copies they are) and
+account_backends (an account's backend found without walking every backend dict).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from intentbus_local import (
+    account_backends,
     attribute_parse,
     attribute_values,
     dynamodb_hot_paths,
@@ -53,6 +55,7 @@ def apply() -> None:
     stack_template.apply()
     events_hot_paths.apply()
     attribute_parse.apply()
+    account_backends.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:
