@@ -10,8 +10,9 @@ response_keys (the response serializer's key lookups), dynamodb_hot_paths (each 
 parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
 stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
-attribute_parse (a DynamoDB request's attribute values read as the copies they are) and
-account_backends (an account's backend found without walking every backend dict).
+attribute_parse (a DynamoDB request's attribute values read as the copies they are),
+account_backends (an account's backend found without walking every backend dict) and item_sizes (an
+item's 400 KB check in one pass over its attributes).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from intentbus_local import (
     attribute_values,
     dynamodb_hot_paths,
     events_hot_paths,
+    item_sizes,
     response_keys,
     sqs_hot_paths,
     stack_template,
@@ -56,6 +58,7 @@ def apply() -> None:
     events_hot_paths.apply()
     attribute_parse.apply()
     account_backends.apply()
+    item_sizes.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:
