@@ -11,8 +11,9 @@ parsed once), attribute_values (DynamoDB's items serialized as the copies they a
 stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
-account_backends (an account's backend found without walking every backend dict) and item_sizes (an
-item's 400 KB check in one pass over its attributes).
+account_backends (an account's backend found without walking every backend dict), item_sizes (an
+item's 400 KB check in one pass over its attributes) and dynamo_results (a DynamoDB result's plain
+values taken as they are).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from intentbus_local import (
     account_backends,
     attribute_parse,
     attribute_values,
+    dynamo_results,
     dynamodb_hot_paths,
     events_hot_paths,
     item_sizes,
@@ -59,6 +61,7 @@ def apply() -> None:
     attribute_parse.apply()
     account_backends.apply()
     item_sizes.apply()
+    dynamo_results.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:
