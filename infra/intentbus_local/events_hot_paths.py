@@ -55,11 +55,18 @@ PINS = Pins(
         # why a shared flattened event may be handed to it: it only reads it (``event_flat.get``)
         "moto.events.models.EventPattern._does_event_match": "3c96a8f9478ba99a",
         "moto.events.utils.EventTemplateParser.parse": "40a5a46a321811bb",
+    },
+)
+PUT_EVENTS_PINS = Pins(
+    found_on="5.2.6",
+    sources={
         "moto.events.models.EventsBackend.put_events": "c56f6ac1f932c70d",
         # why a rule whose pattern does not match may be skipped: its first step returns on no match
         "moto.events.models.Rule.send_to_targets": "472e002e2dab8a59",
     },
 )
+"""moto's own of these two is what moto_fixes wrapped (its size check, its disabled rules): it hands
+them to ``matching_first``."""
 JSONPATH_PINS = Pins(
     found_on="jsonpath-ng 1.7.0",
     sources={
@@ -125,10 +132,14 @@ def _through_json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def matching_first(moto_put_events: Callable[..., Any]) -> Callable[..., Any]:
+def matching_first(
+    moto_put_events: Callable[..., Any], moto_send_to_targets: Callable[..., Any]
+) -> Callable[..., Any]:
     """``EventsBackend.put_events`` that builds a rule's message only when its pattern matches (see
     ``_put_events``), or moto's own (``moto_put_events``) on a moto whose code moved."""
-    return _put_events if PINS.holds() else moto_put_events
+    PUT_EVENTS_PINS.replaced.setdefault("EventsBackend.put_events", moto_put_events)
+    PUT_EVENTS_PINS.replaced.setdefault("Rule.send_to_targets", moto_send_to_targets)
+    return _put_events if PINS.holds() and PUT_EVENTS_PINS.holds() else moto_put_events
 
 
 def _put_events(backend: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:

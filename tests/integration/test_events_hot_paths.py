@@ -51,6 +51,10 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
     assert events_hot_paths.base_message_uses() == list(events_hot_paths.BASE_MESSAGE_USES), (
         "moto's EventBridge uses its base event message otherwise than by a deepcopy"
     )
+    moto_fixes.apply()  # which hands moto's own put_events and send_to_targets to the replacement
+    assert events_hot_paths.PUT_EVENTS_PINS.changed() == [], (
+        f"moto changed code the local cloud replaces (found on {events_hot_paths.PUT_EVENTS_PINS.found_on})"
+    )
     assert events_hot_paths.JSONPATH_PINS.changed() == [], (
         f"jsonpath_ng changed code the replacement relies on ({events_hot_paths.JSONPATH_PINS.found_on})"
     )
@@ -281,11 +285,16 @@ def test_put_events_delivers_what_moto_s_own_delivers(entries: list[dict[str, An
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert _deliveries(events_hot_paths.matching_first(moto_s), entries) == _deliveries(moto_s, entries)
+        matching_first = events_hot_paths.matching_first(
+            moto_s, moto_fixes.moto_original("Rule.send_to_targets")
+        )
+        assert matching_first is not moto_s
+        assert _deliveries(matching_first, entries) == _deliveries(moto_s, entries)
 
 
 def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: Any) -> None:
-    """Fails when every rule's message is built and handed to it, as moto does."""
+    """Fails when the local cloud's put_events builds every rule's message and hands it over, as moto's
+    own does."""
     hot_paths.apply()
     moto_fixes.apply()
     from moto.events.models import Rule
@@ -298,8 +307,11 @@ def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: 
         send(self, event, transform_input)
 
     monkeypatch.setattr(Rule, "send_to_targets", counted)
-    put_events = events_hot_paths.matching_first(moto_fixes.moto_original("EventsBackend.put_events"))
-    _deliveries(put_events, [{"Source": "b", "DetailType": "t", "Detail": json.dumps({"type": "c"})}])
+
+    def installed(backend: Any, entries: list[dict[str, Any]]) -> Any:
+        return backend.put_events(entries)  # moto_fixes' size check, and what it wraps
+
+    _deliveries(installed, [{"Source": "b", "DetailType": "t", "Detail": json.dumps({"type": "c"})}])
 
     # the archive's rule, any source, no nested.k, anything but "b", a time: of the bus's 13 rules
     assert sorted(handed) == ["Events-Archive-all", "r0", "r6", "r7", "r9"]
