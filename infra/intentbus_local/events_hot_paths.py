@@ -12,6 +12,13 @@ moto's own gives (the two fields, when they are not objects, are flat entries un
 when either is an object, moto's own code runs). The pattern is then matched by moto's own
 ``_does_event_match``, which only looks paths up.
 
+``put_events`` itself (``matching_first``, which moto_fixes' size check wraps) builds a rule's message
+only for a rule whose pattern matches: the entry's message without the two per-rule fields is
+flattened once, each rule's two clock reads are made as moto makes them and matched with that flat
+form, and a rule that does not match is skipped, as its ``send_to_targets`` would return at once. Of
+the pipeline bus's six rules one or two match an entry, so five ``Detail`` parses, deep copies and
+flattenings of six are saved.
+
 For each rule ``put_events`` starts the message from ``copy.deepcopy(_BASE_EVENT_MESSAGE)``, a
 constant of nine fields; the module's name is rebound to an equal dict whose ``__deepcopy__`` builds
 the same fresh plain dict directly (its texts shared, a new empty list and dict), while a deepcopy is
@@ -33,6 +40,8 @@ import functools
 import inspect
 import json
 import math
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 from intentbus_local.pinning import Pins
@@ -48,6 +57,16 @@ PINS = Pins(
         "moto.events.utils.EventTemplateParser.parse": "40a5a46a321811bb",
     },
 )
+PUT_EVENTS_PINS = Pins(
+    found_on="5.2.6",
+    sources={
+        "moto.events.models.EventsBackend.put_events": "c56f6ac1f932c70d",
+        # why a rule whose pattern does not match may be skipped: its first step returns on no match
+        "moto.events.models.Rule.send_to_targets": "472e002e2dab8a59",
+    },
+)
+"""moto's own of these two is what moto_fixes wrapped (its size check, its disabled rules): it hands
+them to ``matching_first``."""
 JSONPATH_PINS = Pins(
     found_on="jsonpath-ng 1.7.0",
     sources={
@@ -111,6 +130,153 @@ def _through_json(value: Any) -> Any:
     if type(value) in (str, int) or (type(value) is float and math.isfinite(value)):
         return value
     return json.loads(json.dumps(value))
+
+
+def matching_first(
+    moto_put_events: Callable[..., Any], moto_send_to_targets: Callable[..., Any]
+) -> Callable[..., Any]:
+    """``EventsBackend.put_events`` that builds a rule's message only when its pattern matches (see
+    ``_put_events``), or moto's own (``moto_put_events``) on a moto whose code moved."""
+    PUT_EVENTS_PINS.replaced.setdefault("EventsBackend.put_events", moto_put_events)
+    PUT_EVENTS_PINS.replaced.setdefault("Rule.send_to_targets", moto_send_to_targets)
+    return _put_events if PINS.holds() and PUT_EVENTS_PINS.holds() else moto_put_events
+
+
+def _put_events(backend: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """moto 5.2.6's ``EventsBackend.put_events``, but for the loop over the bus's rules.
+
+    moto builds every rule's message (a deep copy of the base message, ``Detail`` parsed again, two
+    clock reads) and hands it to ``Rule.send_to_targets``, whose first step is to return when the
+    rule's pattern does not match it. Here the entry's message without its per-rule fields is
+    flattened once; for each rule the two clock reads are made as moto makes them, and the pattern is
+    matched against that flat form with those two fields added (what ``_matches_event`` does with the
+    rule's message). A rule that matches gets its message built as moto builds it and sent through
+    ``rule.send_to_targets``; one that does not is skipped, as its ``send_to_targets`` would return.
+    A clock value that is not a text or a number takes moto's own steps for that rule.
+    """
+    from moto.events.exceptions import ValidationException
+
+    models = _models()
+
+    num_events = len(events)
+
+    if num_events > 10:
+        # the exact error text is longer, the Value list consists of all the put events
+        raise ValidationException(
+            "1 validation error detected: "
+            "Value '[PutEventsRequestEntry]' at 'entries' failed to satisfy constraint: "
+            "Member must have length less than or equal to 10"
+        )
+
+    entries: list[dict[str, Any]] = []
+    for event in events:
+        if not event.get("Source"):
+            entries.append(
+                {
+                    "ErrorCode": "InvalidArgument",
+                    "ErrorMessage": "Parameter Source is not valid. Reason: Source is a required argument.",
+                }
+            )
+        elif not event.get("DetailType"):
+            entries.append(
+                {
+                    "ErrorCode": "InvalidArgument",
+                    "ErrorMessage": "Parameter DetailType is not valid. "
+                    "Reason: DetailType is a required argument.",
+                }
+            )
+        elif not event.get("Detail"):
+            entries.append(
+                {
+                    "ErrorCode": "InvalidArgument",
+                    "ErrorMessage": "Parameter Detail is not valid. Reason: Detail is a required argument.",
+                }
+            )
+        else:
+            try:
+                detail = json.loads(event["Detail"])
+                if not isinstance(detail, dict):
+                    warnings.warn(
+                        f"EventDetail should be of type dict - types such as {type(detail)} "
+                        "are ignored by AWS",
+                        stacklevel=2,
+                    )
+            except ValueError:  # json.JSONDecodeError exists since Python 3.5
+                entries.append(
+                    {
+                        "ErrorCode": "MalformedDetail",
+                        "ErrorMessage": "Detail is malformed.",
+                    }
+                )
+                continue
+
+            event_id = str(models.random.uuid4())
+            entries.append({"EventId": event_id})
+            _deliver(backend, event, event_id)
+
+    return entries
+
+
+def _deliver(backend: Any, event: dict[str, Any], event_id: str) -> None:
+    """moto's loop over the bus's rules for one entry, each rule's message built when its pattern matches."""
+    models = _models()
+
+    # if 'EventBusName' is not especially set, it will be sent to the default one
+    event_bus_name = backend._normalize_event_bus_arn(event.get("EventBusName"))
+
+    event_bus = backend.describe_event_bus(event_bus_name)
+    flat_rest: dict[str, Any] | None = None
+    for rule in event_bus.rules.values():
+        sent_at = event.get("Time", models.unix_time())
+        detail = json.loads(event["Detail"]) if flat_rest is None else None
+        ingested = models.unix_time()
+        if flat_rest is None:
+            flat_rest = _flat_rest(_message(backend, event, event_id, sent_at=None, detail=detail))
+        if _flat_time(sent_at) and _flat_time(ingested):
+            pattern = rule.event_pattern
+            if pattern._pattern and not pattern._does_event_match(
+                {**flat_rest, "time": sent_at, "ingestion-time": ingested}, pattern._pattern
+            ):
+                continue
+        if detail is None:
+            detail = json.loads(event["Detail"])
+        message = _message(backend, event, event_id, sent_at=sent_at, detail=detail)
+        message["ingestion-time"] = ingested
+        rule.send_to_targets(message)
+
+
+def _message(
+    backend: Any, event: dict[str, Any], event_id: str, *, sent_at: Any, detail: Any
+) -> dict[str, Any]:
+    """A rule's message as moto's ``put_events`` builds it, but for ``ingestion-time``."""
+    event_msg: dict[str, Any] = copy.deepcopy(_models()._BASE_EVENT_MESSAGE)
+    event_msg["id"] = event_id
+    event_msg["detail-type"] = event["DetailType"]
+    event_msg["source"] = event["Source"]
+    event_msg["account"] = backend.account_id
+    event_msg["time"] = sent_at
+    event_msg["region"] = backend.region_name
+    event_msg["resources"] = event.get("Resources", [])
+    event_msg["detail"] = detail
+    return event_msg
+
+
+def _models() -> Any:
+    """moto.events.models, whose names (``random``, ``unix_time``, ``_BASE_EVENT_MESSAGE``) are read
+    where moto's ``put_events`` reads them."""
+    from moto.events import models
+
+    return models
+
+
+def _flat_rest(message: dict[str, Any]) -> dict[str, Any]:
+    """``flattened`` of the message without its per-rule fields (cached on the message's text)."""
+    return flattened({name: value for name, value in message.items() if name not in _PER_RULE})
+
+
+def _flat_time(value: Any) -> bool:
+    """Whether ``_through_json`` gives the value itself, as flattening would."""
+    return type(value) in (str, int) or (type(value) is float and math.isfinite(value))
 
 
 _NOT_SET = object()

@@ -8,9 +8,12 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
 parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
-stack_template (a JSON stack template read as JSON) and events_hot_paths (an event flattened once
-for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field)
-and attribute_parse (a DynamoDB request's attribute values read as the copies they are).
+stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
+for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
+attribute_parse (a DynamoDB request's attribute values read as the copies they are),
+account_backends (an account's backend found without walking every backend dict), item_sizes (an
+item's 400 KB check in one pass over its attributes) and dynamo_results (a DynamoDB result's plain
+values taken as they are).
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ from collections.abc import Callable
 from typing import Any
 
 from intentbus_local import (
+    account_backends,
     attribute_parse,
     attribute_values,
+    dynamo_results,
     dynamodb_hot_paths,
     events_hot_paths,
+    item_sizes,
     response_keys,
     sqs_hot_paths,
     stack_template,
@@ -53,6 +59,9 @@ def apply() -> None:
     stack_template.apply()
     events_hot_paths.apply()
     attribute_parse.apply()
+    account_backends.apply()
+    item_sizes.apply()
+    dynamo_results.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

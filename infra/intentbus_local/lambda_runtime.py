@@ -39,7 +39,7 @@ from types import ModuleType
 from typing import IO, Any, Protocol
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
-from intentbus_local import tracing
+from intentbus_local import environ_snapshot, tracing
 from intentbus_local.clock import LocalClock
 from intentbus_local.log_routing import routed_to
 from intentbus_local.topology import FunctionInfo
@@ -255,18 +255,14 @@ class LambdaRuntime:
 
     @contextlib.contextmanager
     def _overlay(self, function: FunctionInfo, trace: tracing.InvocationTrace | None) -> Iterator[None]:
-        saved = dict(os.environ)
+        saved = environ_snapshot.Snapshot()
         try:
             for name in _UNSET_DURING_INVOCATION:
                 os.environ.pop(name, None)
             os.environ.update(self._environment(function, trace))
             yield
         finally:
-            for name in set(os.environ) - set(saved):
-                del os.environ[name]
-            for name, value in saved.items():
-                if os.environ.get(name) != value:
-                    os.environ[name] = value
+            saved.restore()
 
     @contextlib.contextmanager
     def _traced(

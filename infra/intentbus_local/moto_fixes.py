@@ -64,6 +64,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from intentbus_local import events_hot_paths
+
 FOUND_ON = "5.2.5"
 ARCHIVE_NAME_MAX = 48
 """EventBridge's limit on an archive's name."""
@@ -245,12 +247,15 @@ def _put_events_size(events: list[dict[str, Any]]) -> int:
 
 def _fix_put_events_size() -> None:
     from moto.events.exceptions import ValidationException
-    from moto.events.models import EventsBackend
+    from moto.events.models import EventsBackend, Rule
 
     if "EventsBackend.put_events" in _MOTO:
         return
-    put_events = vars(EventsBackend)["put_events"]
-    _MOTO["EventsBackend.put_events"] = put_events
+    _MOTO["EventsBackend.put_events"] = vars(EventsBackend)["put_events"]
+    put_events = events_hot_paths.matching_first(
+        _MOTO["EventsBackend.put_events"],
+        _MOTO.get("Rule.send_to_targets") or vars(Rule)["send_to_targets"],
+    )
 
     def put_events_within_limit(self: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         from intentbus.limits import PUT_EVENTS_LIMIT_BYTES

@@ -4,14 +4,15 @@ replaces, and answering what moto's own ``EventPattern.matches_event`` answers."
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import boto3
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from intentbus_local import events_hot_paths, hot_paths
+from intentbus_local import events_hot_paths, hot_paths, moto_fixes
 
 REGION = "us-east-1"
 PATTERNS: list[dict[str, Any]] = [
@@ -49,6 +50,10 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
     )
     assert events_hot_paths.base_message_uses() == list(events_hot_paths.BASE_MESSAGE_USES), (
         "moto's EventBridge uses its base event message otherwise than by a deepcopy"
+    )
+    moto_fixes.apply()  # which hands moto's own put_events and send_to_targets to the replacement
+    assert events_hot_paths.PUT_EVENTS_PINS.changed() == [], (
+        f"moto changed code the local cloud replaces (found on {events_hot_paths.PUT_EVENTS_PINS.found_on})"
     )
     assert events_hot_paths.JSONPATH_PINS.changed() == [], (
         f"jsonpath_ng changed code the replacement relies on ({events_hot_paths.JSONPATH_PINS.found_on})"
@@ -207,3 +212,106 @@ def test_the_base_event_message_copies_as_deepcopy_copies_it() -> None:
     first["detail"]["k"] = 1
     assert base["resources"] == second["resources"] == []
     assert base["detail"] == second["detail"] == {}
+
+
+_ENTRY_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "Source": st.sampled_from(["intentbus.validate", "b", ""]),
+        "DetailType": st.sampled_from(["a", "t", ""]),
+        "Detail": st.one_of(
+            _detail.map(json.dumps), st.sampled_from(["", "{not json", "[1, 2]", '"text"', "null"])
+        ),
+        "Time": st.one_of(_time, st.just({"at": 1})),
+        "Resources": st.lists(st.sampled_from(["arn:r1", "arn:r2"]), max_size=2),
+    },
+)
+
+
+def _deliveries(put_events: Any, entries: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """What one put_events answers and leaves in each rule's queue and in the archive (clock and random
+    fields left out), on a bus of rules for every pattern, one of them disabled."""
+    from moto.events.models import events_backends
+    from moto.sqs.models import sqs_backends
+
+    with mock_aws():
+        events = boto3.client("events", region_name=REGION)
+        sqs = boto3.client("sqs", region_name=REGION)
+        archive = events.create_archive(
+            ArchiveName="all", EventSourceArn=f"arn:aws:events:{REGION}:123456789012:event-bus/default"
+        )["ArchiveArn"]
+        for number, pattern in enumerate(PATTERNS):
+            url = sqs.create_queue(QueueName=f"q{number}")["QueueUrl"]
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+            events.put_rule(
+                Name=f"r{number}", EventPattern=json.dumps(pattern or {"source": [{"prefix": ""}]})
+            )
+            events.put_targets(Rule=f"r{number}", Targets=[{"Id": "q", "Arn": arn["QueueArn"]}])
+        events.disable_rule(Name="r1")
+        backend = events_backends["123456789012"][REGION]
+        try:
+            answered: Any = [
+                sorted((key, len(value)) for key, value in e.items()) for e in put_events(backend, entries)
+            ]
+        except Exception as error:
+            answered = (type(error).__name__, str(error))
+        queues = sqs_backends["123456789012"][REGION].queues
+
+        def unstamped(body: str) -> Any:
+            message = json.loads(body)
+            return {k: v for k, v in message.items() if k not in ("id", "time", "ingestion-time")}
+
+        received = {
+            name: [unstamped(message.body) for message in queue._messages]
+            for name, queue in sorted(queues.items())
+        }
+        archived = [
+            {k: v for k, v in e.items() if k not in ("id", "time", "ingestion-time", "replay-name")}
+            for e in backend.archives["all"].events
+        ]
+        del archive
+    return answered, received, archived
+
+
+_TOO_MANY = [{"Source": "s", "DetailType": "t", "Detail": "{}"}] * 11
+
+
+@settings(deadline=None, max_examples=40)
+@given(entries=st.lists(_ENTRY_FIELDS, max_size=4) | st.just(_TOO_MANY))
+def test_put_events_delivers_what_moto_s_own_delivers(entries: list[dict[str, Any]]) -> None:
+    hot_paths.apply()
+    moto_fixes.apply()
+    moto_s = moto_fixes.moto_original("EventsBackend.put_events")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        matching_first = events_hot_paths.matching_first(
+            moto_s, moto_fixes.moto_original("Rule.send_to_targets")
+        )
+        assert matching_first is not moto_s
+        assert _deliveries(matching_first, entries) == _deliveries(moto_s, entries)
+
+
+def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: Any) -> None:
+    """Fails when the local cloud's put_events builds every rule's message and hands it over, as moto's
+    own does."""
+    hot_paths.apply()
+    moto_fixes.apply()
+    from moto.events.models import Rule
+
+    handed: list[str] = []
+    send = Rule.send_to_targets
+
+    def counted(self: Any, event: Any, transform_input: bool = True) -> None:
+        handed.append(self.name)
+        send(self, event, transform_input)
+
+    monkeypatch.setattr(Rule, "send_to_targets", counted)
+
+    def installed(backend: Any, entries: list[dict[str, Any]]) -> Any:
+        return backend.put_events(entries)  # moto_fixes' size check, and what it wraps
+
+    _deliveries(installed, [{"Source": "b", "DetailType": "t", "Detail": json.dumps({"type": "c"})}])
+
+    # the archive's rule, any source, no nested.k, anything but "b", a time: of the bus's 13 rules
+    assert sorted(handed) == ["Events-Archive-all", "r0", "r6", "r7", "r9"]
