@@ -88,6 +88,8 @@ HTTP_STATUS = {
 
 @dataclass(frozen=True)
 class Result:
+    """The desk's answer to a decision, the approval as it now is and the facts it published."""
+
     answer: Answer
     reason: str
     approval: Approval | None = None
@@ -100,6 +102,8 @@ class Result:
 
 @dataclass(frozen=True)
 class _Request:
+    """One person's decision on one approval, as the desk checks and records it."""
+
     approval: Approval
     approver: Approver
     approve: bool
@@ -141,6 +145,8 @@ class ApprovalStore(WorkflowStore, Protocol):
 
 @dataclass
 class ApprovalDesk:
+    """Lists a tenant's pending approvals and records a person's decision on one."""
+
     deps: StageDeps
     store: ApprovalStore
     stage_principals: frozenset[str] = frozenset()

@@ -52,6 +52,8 @@ class Channel:
 
 @dataclass(frozen=True)
 class Binding:
+    """The tenants and sources one broker channel may carry."""
+
     tenants: frozenset[str]
     sources: frozenset[str]
 
@@ -65,6 +67,8 @@ class Binding:
 
 @dataclass(frozen=True)
 class BrokerBindings:
+    """Each Kafka topic's and RabbitMQ queue's binding (``BROKER_BINDINGS``)."""
+
     bindings: dict[Channel, Binding] = field(default_factory=dict)
 
     @classmethod

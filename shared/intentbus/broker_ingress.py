@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class BrokerIngress:
+    """Admits Kafka and RabbitMQ records through validate, under their channel's binding."""
+
     validate: ValidateStage
     bindings: BrokerBindings
     region: str = ""

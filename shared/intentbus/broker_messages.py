@@ -49,6 +49,8 @@ class NotABrokerEvent(IntentbusError):
 
 @dataclass(frozen=True)
 class BrokerMessage:
+    """One Kafka or RabbitMQ record as delivered, with the channel it came on."""
+
     channel: Channel
     message_id: str
     """``topic-partition@offset`` for Kafka; the ``messageId`` property (or a digest) for RabbitMQ."""

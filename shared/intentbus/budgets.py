@@ -19,6 +19,8 @@ from intentbus.state import BudgetOverride, WorkflowState
 
 @dataclass(frozen=True)
 class BudgetBreach:
+    """The budget limit a run crossed, why, and what it had spent."""
+
     limit: str
     reason: str
     spend: dict[str, int | float]

@@ -34,6 +34,8 @@ API_HEADERS = {
 
 @dataclass(frozen=True)
 class SignIn:
+    """The Cognito hosted UI the console signs in with (from the API stage's variables)."""
+
     domain: str
     """The user pool's hosted UI host, e.g. ``intentbus-….auth.eu-west-1.amazoncognito.com``."""
     client_id: str

@@ -21,6 +21,8 @@ from intentbus.stages.common import StageDeps
 
 @dataclass(frozen=True)
 class DeadLetter:
+    """One message in a stage's DLQ."""
+
     message_id: str
     body: str
     receives: int
@@ -35,6 +37,8 @@ class DeadLetters(Protocol):
 
 @dataclass(frozen=True)
 class Swept:
+    """One dead letter the sweep looked at, and the run it paused if any."""
+
     stage: str
     message_id: str
     paused_run: str | None
@@ -53,6 +57,8 @@ def parse_queues(spec: str) -> dict[str, str]:
 
 @dataclass
 class DeadLetterSweep:
+    """Pauses the running run of each message found in a stage's DLQ."""
+
     deps: StageDeps
     store: WorkflowStore
     letters: DeadLetters

@@ -209,6 +209,8 @@ class ClientProvider(Protocol):
 
 @dataclass(frozen=True)
 class ToolContext:
+    """What a tool is given for one command: its tenant, run, idempotency key, AWS clients and settings."""
+
     tenant_id: str
     run_id: str
     idempotency_key: str
@@ -238,6 +240,8 @@ Reconcile = Callable[[Any, ToolContext], Mapping[str, Any] | None]
 
 @dataclass(frozen=True)
 class Tool:
+    """A workflow's tool: the function that carries out a command, and how safe it is to repeat."""
+
     name: str
     run: ToolFunction
     repeat_safety: RepeatSafety
@@ -306,6 +310,8 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class CommandSpec:
+    """A command a workflow declares: its arguments' model, the tool that runs it and its retry policy."""
+
     name: str
     model: type[BaseModel]
     tool: Tool
@@ -328,6 +334,8 @@ StepResults = Mapping[str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class Step:
+    """One step of a workflow: the event that starts it, who proposes its commands, and what it publishes."""
+
     on: str
     """The event type that starts this step."""
     agent: Agent | None

@@ -39,6 +39,8 @@ class Cause(StrEnum):
 
 @dataclass(frozen=True)
 class Failure:
+    """A stage's repeated failure on one input, as the pause for review records it."""
+
     stage: str
     error: str
     attempts: int

@@ -147,6 +147,8 @@ class Commit:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """What one store read found for a stage's input: the run, this stage's entry, what else was asked."""
+
     state: WorkflowState | None
     entry: LogEntry | None
     """This stage's entry for this input, if it was already recorded (a redelivery)."""
@@ -173,6 +175,8 @@ class CommitStatus(StrEnum):
 
 @dataclass(frozen=True)
 class CommitResult:
+    """How a stage's write ended: committed, already recorded, or a version conflict."""
+
     status: CommitStatus
     entry: LogEntry | None = None
     """The entry already recorded, when status is ALREADY_RECORDED."""

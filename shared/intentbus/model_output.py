@@ -16,6 +16,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class RawOutput:
+    """A model's output kept as it came, for the quarantine of a rejected decision."""
+
     text: str
     """The output as JSON: keys sorted, no spaces, ASCII only (``\\u`` escapes), so its bytes are the same
     wherever it is written; the quarantine's ``raw_output`` holds exactly this string."""

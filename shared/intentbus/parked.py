@@ -49,6 +49,8 @@ class ParkKind(StrEnum):
 
 @dataclass(frozen=True)
 class Parked:
+    """A quarantined input waiting for a person (or being repaired), as its item records it."""
+
     tenant_id: str
     park_id: str
     """The quarantine message's SQS id."""

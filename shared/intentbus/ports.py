@@ -88,6 +88,8 @@ class ClaimStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Claim:
+    """The guard's answer to claiming a command: its status, and on a refusal what stood in the way."""
+
     status: ClaimStatus
     holder: str | None = None
     """On a conflict: the command holding the resource's current version."""

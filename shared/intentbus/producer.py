@@ -122,6 +122,8 @@ class SendError(PublishError):
 
 @dataclass
 class _Pending:
+    """A checked envelope's PutEvents entry, its index in the send and its size."""
+
     index: int
     entry: PutEventsRequestEntryTypeDef
     size: int
@@ -129,6 +131,8 @@ class _Pending:
 
 @dataclass
 class _Outcome:
+    """What one send has accepted and refused so far, and how many requests it made."""
+
     accepted: list[Accepted] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)
     requests: int = 0

@@ -34,6 +34,8 @@ _PRINCIPAL = re.compile(r"^arn:[\w-]+:(iam|sts)::[0-9]{12}:(role|user|assumed-ro
 
 @dataclass(frozen=True)
 class ProducerBindings:
+    """Which tenants each producer may send for, and the principal it sends as (``PRODUCER_BINDINGS``)."""
+
     bindings: dict[tuple[str | None, str], frozenset[str]] = field(default_factory=dict)
     """(account or ``None`` for the stack's own, source) -> tenants (``*``: any)."""
     principals: dict[tuple[str | None, str], str] = field(default_factory=dict)

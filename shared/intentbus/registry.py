@@ -36,6 +36,8 @@ class Payload(BaseModel):
 
 @dataclass(frozen=True)
 class TypeSpec:
+    """A registered event or command type: its kind, payload model and the workflow that owns it."""
+
     name: str
     kind: Kind
     model: type[BaseModel]

@@ -154,6 +154,8 @@ class EventBridgeSubmit:
 
 @dataclass(frozen=True)
 class Resubmitted:
+    """A repaired input as it was put on the ingress bus again."""
+
     envelope: Envelope
     """The event as validate accepts it; ``causation_id`` is the quarantined original's id."""
     entry: dict[str, str]

@@ -22,6 +22,8 @@ from intentbus.repair import Quarantined, RepairFailed, ScriptedRepairer, Submit
 
 @dataclass(frozen=True)
 class DeskAnswer:
+    """The repair desk's answer to a person's request, with the parked item as it now is."""
+
     status: int
     """An HTTP status: 200 done, 400 an invalid edit, 404 not found, 409 not waiting or not resubmittable."""
     reason: str
@@ -31,6 +33,8 @@ class DeskAnswer:
 
 @dataclass(frozen=True)
 class RepairDesk:
+    """Lists a tenant's parked inputs, resubmits one a person edited, or discards one."""
+
     store: ParkStore
     types: TypeRegistry
     submit: Submit

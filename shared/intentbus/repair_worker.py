@@ -42,6 +42,8 @@ MAX_PROPOSAL_BYTES = 64 * 1024
 
 @dataclass
 class RepairWorker:
+    """Handles one quarantine message: asks the model to repair it once, resubmits it, or parks it."""
+
     types: TypeRegistry
     producers: ProducerBindings
     store: ParkStore

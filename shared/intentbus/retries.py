@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Delivery:
+    """Which delivery of an SQS message this is, and whether it is the last before its DLQ."""
+
     receive_count: int = 1
     """SQS's ``ApproximateReceiveCount``: 1 on the first delivery."""
     max_receive_count: int | None = None

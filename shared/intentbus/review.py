@@ -88,6 +88,8 @@ HTTP_STATUS = {
 
 @dataclass(frozen=True)
 class Result:
+    """The review desk's answer to a person's request, the run as it now is and the facts it published."""
+
     answer: Answer
     reason: str
     state: WorkflowState | None = None
@@ -142,6 +144,8 @@ class Pause:
 
 @dataclass(frozen=True)
 class PausedRun:
+    """A paused run and the pause that holds it."""
+
     state: WorkflowState
     pause: Pause
 
@@ -154,6 +158,8 @@ class ReviewStore(WorkflowStore, Protocol):
 
 @dataclass(frozen=True)
 class _Request:
+    """One person's answer to one paused run, as the desk checks and records it."""
+
     tenant_id: str
     run_id: str
     reviewer: Reviewer
@@ -203,6 +209,8 @@ def pause_at(entries: Sequence[LogEntry], version: int | None) -> Pause | None:
 
 @dataclass
 class ReviewDesk:
+    """Lists a tenant's paused runs and resumes, retries or cancels one as a person answers."""
+
     deps: StageDeps
     store: ReviewStore
     stage_principals: frozenset[str] = frozenset()

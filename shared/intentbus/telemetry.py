@@ -315,6 +315,8 @@ def add_latency(metrics: Metrics, milliseconds: float) -> None:
 
 @dataclass(frozen=True)
 class ApprovalBacklog:
+    """How many approvals are pending and the oldest one's age."""
+
     pending: int
     oldest_age_seconds: float
 

@@ -22,6 +22,8 @@ _INVALID_SPAN = "0" * 16
 
 @dataclass(frozen=True)
 class TraceParent:
+    """A W3C ``traceparent``: the trace, the parent span and whether it is sampled."""
+
     trace_id: str
     """32 lower-case hex digits, not all zero."""
     span_id: str

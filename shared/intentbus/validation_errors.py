@@ -131,6 +131,8 @@ is told by its type: ``invalid (value_error)``."""
 
 @dataclass(frozen=True)
 class Problem:
+    """One validation error: where in the input, and what is wrong, told without the input's values."""
+
     location: tuple[str | int, ...]
     message: str
 

@@ -22,6 +22,8 @@ from intentbus.errors import ConfigurationError, MalformedInput
 
 @dataclass(frozen=True)
 class ToolOffer:
+    """One command offered to a model as a tool: its name, description, JSON schema and arguments' model."""
+
     name: str
     """The tool's name as the model sees it (see ``tool_name``)."""
     command: str
@@ -50,6 +52,8 @@ class _ProposalInput(BaseModel):
 
 @dataclass(frozen=True)
 class _Proposal:
+    """A tool call's arguments read as a proposed command, with the model's rationale and evidence."""
+
     command: ProposedCommand
     rationale: str
     confidence: float

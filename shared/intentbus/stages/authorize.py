@@ -44,6 +44,8 @@ _Declared = tuple[Workflow, CommandSpec, BaseModel]
 
 @dataclass(frozen=True)
 class _Turn:
+    """One proposed command with the run it is authorized against, as read."""
+
     proposed: Envelope
     fact: facts.CommandProposed
     workflow: Workflow
@@ -59,6 +61,8 @@ class _Turn:
 
 @dataclass
 class AuthorizeStage(BatchReadingStage):
+    """Checks each proposed command against its workflow's policy and records the verdict."""
+
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore

@@ -102,12 +102,16 @@ class BatchReadingStage(Stage):
 
 @dataclass(frozen=True)
 class Fact(Generic[FactT]):
+    """A pipeline fact read from a message: its envelope and its payload, typed."""
+
     envelope: Envelope
     payload: FactT
 
 
 @dataclass
 class StageDeps:
+    """What every stage is given: the catalog, bus, quarantine, clock and the deployment's settings."""
+
     catalog: Catalog
     bus: Bus
     quarantine: Quarantine

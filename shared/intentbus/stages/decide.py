@@ -139,6 +139,8 @@ class RejectedDecision(MalformedInput):
 
 @dataclass
 class DecideStage(BatchReadingStage):
+    """Turns each accepted event into the commands its workflow's step proposes, within the run's budget."""
+
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore

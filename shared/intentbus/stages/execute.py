@@ -73,6 +73,8 @@ STAGE = "execute"
 
 @dataclass
 class ExecuteStage(Stage):
+    """Runs each authorized command's tool once, under the guard's claim, and publishes its outcome."""
+
     name: ClassVar[str] = STAGE
     deps: StageDeps
     runner: IdempotentRunner

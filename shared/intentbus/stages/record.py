@@ -56,6 +56,8 @@ _OUTCOMES: dict[str, type[Payload]] = {
 
 @dataclass
 class RecordStage(BatchReadingStage):
+    """Records each command's outcome on its run and moves the run on."""
+
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore

@@ -73,6 +73,8 @@ class BusSender:
 
 @dataclass
 class ValidateStage(BatchReadingStage):
+    """Checks each producer's event (schema, tenant binding, duplicates) and accepts it into the pipeline."""
+
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore

@@ -10,6 +10,8 @@ START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 @dataclass
 class VirtualClock:
+    """A clock a test moves by hand; it never goes back."""
+
     current: datetime = field(default_factory=lambda: START)
 
     def now(self) -> datetime:

@@ -35,6 +35,8 @@ from intentbus.state import LEGACY_CHECKS, WorkflowState
 
 @dataclass
 class InMemoryStore:
+    """The workflow store in memory: runs, logs, approvals, resource versions and authorizations."""
+
     states: dict[tuple[str, str], WorkflowState] = field(default_factory=dict)
     logs: dict[tuple[str, str], dict[str, LogEntry]] = field(default_factory=dict)
     approvals: dict[str, Approval] = field(default_factory=dict)
@@ -187,6 +189,8 @@ class InMemoryStore:
 
 @dataclass
 class RecordingBus:
+    """A bus that keeps what it is given to publish, and can fail the next calls."""
+
     published: list[Envelope] = field(default_factory=list)
     calls: int = 0
     fail_next: int = 0
@@ -201,6 +205,8 @@ class RecordingBus:
 
 @dataclass
 class ListQuarantine:
+    """A quarantine that keeps what it is given in a list."""
+
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def put(
@@ -221,6 +227,8 @@ class ListQuarantine:
 
 @dataclass
 class InMemoryRunner:
+    """The idempotent runner in memory: each key's result, and the keys whose attempt lapsed."""
+
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def bind(self, context: LambdaContext) -> None:

@@ -16,6 +16,8 @@ class ProjectError(Exception):
 
 @dataclass(frozen=True)
 class Project:
+    """A user's project as the pytest plugin found it: its directory, template and workflow modules."""
+
     directory: Path
     """The rootdir: where the workflow modules import from."""
     template: Path

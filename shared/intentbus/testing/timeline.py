@@ -12,6 +12,8 @@ from intentbus.journal import LogEntry
 
 @dataclass(frozen=True)
 class TimelineEntry:
+    """What one stage did with one input of a run, as its log entry records it."""
+
     stage: str
     input_type: str
     outcome: str
