@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.extensions import TRACE_CONTEXT
+from intentbus.facts import CommandAuthorized
 from intentbus.ids import canonical_json, canonical_json_less, digest
+from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import authorization_digest, authorization_for, fact_digest
 
 AT = datetime(2026, 1, 1, 12, 31, tzinfo=UTC)
@@ -117,6 +119,11 @@ def test_an_authorization_digests_what_execute_and_record_compare(
     granted = authorization_for(fact, cmd, resource_version, by="authorize", at=AT)
     assert granted.digest == authorization_digest(fact.id, cmd, resource_version)
     assert granted.command_digest == fact_digest(cmd)
+    # authorize hands over the command as its CommandAuthorized payload dumped it
+    verdict = Verdict(effect=Effect.ALLOW, rule="r", reason="ok")
+    fact_payload = CommandAuthorized(command=cmd, verdict=verdict, resource_version=resource_version)
+    dumped = fact_payload.model_dump(mode="json")["command"]
+    assert authorization_for(fact, cmd, resource_version, by="authorize", at=AT, dumped=dumped) == granted
 
 
 def test_the_canonical_encoder_writes_what_json_dumps_with_its_options_writes() -> None:

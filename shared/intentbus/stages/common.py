@@ -226,11 +226,19 @@ def _authorization_digest(fact_id: str, command: dict[str, Any], resource_versio
 
 
 def authorization_for(
-    fact: Envelope, command: Envelope, resource_version: int | None, *, by: str, at: datetime
+    fact: Envelope,
+    command: Envelope,
+    resource_version: int | None,
+    *,
+    by: str,
+    at: datetime,
+    dumped: dict[str, Any] | None = None,
 ) -> Authorization:
+    """``dumped``: ``command.to_json_dict()``, when the caller has it (the fact's payload holds it)."""
     # The command dumped and encoded once for both digests: the same texts as
     # ``_authorization_digest`` and ``_content_digest`` would encode, byte for byte.
-    whole, content = canonical_json_less(command.to_json_dict(), TRACE_CONTEXT)
+    content_dict = command.to_json_dict() if dumped is None else dumped
+    whole, content = canonical_json_less(content_dict, TRACE_CONTEXT)
     rest = canonical_json({"fact": fact.id, "resource_version": resource_version})
     return Authorization(
         command_id=command.id,
