@@ -14,7 +14,36 @@ INTENTBUS_NAMESPACE = uuid.UUID("6f1d2c3a-8e4b-5a7f-9c0d-1e2f3a4b5c6d")
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys at every depth and no insignificant whitespace."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+"""Made once: ``json.dumps`` with options builds an encoder per call (the same bytes either way)."""
+
+
+def canonical_json_less(content: dict[str, Any], left_out: frozenset[str]) -> tuple[str, str]:
+    """``canonical_json(content)`` and the same less the keys ``left_out``, encoding the bulk once.
+
+    The keys sorted before the first key left out are encoded once for both; only the rest (past it,
+    with and without the keys left out) is encoded twice."""
+    present = [name for name in content if name in left_out]
+    if not present:
+        text = canonical_json(content)
+        return text, text
+    pivot = min(present)
+    head = canonical_json({name: value for name, value in content.items() if name < pivot})
+    tail = {name: value for name, value in content.items() if name >= pivot}
+    kept = {name: value for name, value in tail.items() if name not in left_out}
+    return _joined(head, canonical_json(tail)), _joined(head, canonical_json(kept))
+
+
+def _joined(head: str, tail: str) -> str:
+    """Two canonical JSON objects, every key of ``head`` sorted before ``tail``'s, as one."""
+    if head == "{}":
+        return tail
+    if tail == "{}":
+        return head
+    return head[:-1] + "," + tail[1:]
 
 
 def idempotency_key(run_id: str, step_index: int, payload: Any) -> str:
@@ -36,7 +65,12 @@ def _uuid5(name: str) -> str:
 
 def digest(value: Any) -> str:
     """sha256 of the canonical JSON: what a stage records of a fact, so a later stage can compare."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+    return text_digest(canonical_json(value))
+
+
+def text_digest(text: str) -> str:
+    """sha256 of a canonical JSON text (``digest`` of what it encodes)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def input_identity(tenant_id: str, source: str, event_id: str) -> str:

@@ -280,6 +280,7 @@ class AuthorizeStage(BatchReadingStage):
                 expires_at=approval.expires_at,
             )
         version = (new_state or turn.state).version
+        dumped = payload.model_dump(mode="json")
         output = turn.proposed.follow(
             stage=STAGE,
             type=fact_type,
@@ -287,10 +288,12 @@ class AuthorizeStage(BatchReadingStage):
             time=turn.now,
             source=facts.PIPELINE_SOURCE,
             version=version,
-            payload=payload.model_dump(mode="json"),
+            payload=dumped,
         )
         if verdict.effect is Effect.ALLOW:
-            authorization = authorization_for(output, command, turn.resource_version, by=STAGE, at=turn.now)
+            authorization = authorization_for(
+                output, command, turn.resource_version, by=STAGE, at=turn.now, dumped=dumped["command"]
+            )
         entry = LogEntry(
             stage=STAGE,
             input_id=turn.proposed.id,

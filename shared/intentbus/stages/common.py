@@ -18,7 +18,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
-from intentbus.ids import digest
+from intentbus.ids import canonical_json, canonical_json_less, digest, text_digest
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
 from intentbus.ports import Bus, Clock, Quarantine, SnapshotRequest, WorkflowStore
@@ -230,14 +230,25 @@ def _authorization_digest(fact_id: str, command: dict[str, Any], resource_versio
 
 
 def authorization_for(
-    fact: Envelope, command: Envelope, resource_version: int | None, *, by: str, at: datetime
+    fact: Envelope,
+    command: Envelope,
+    resource_version: int | None,
+    *,
+    by: str,
+    at: datetime,
+    dumped: dict[str, Any] | None = None,
 ) -> Authorization:
-    content = command.to_json_dict()  # dumped once for both digests
+    """``dumped``: ``command.to_json_dict()``, when the caller has it (the fact's payload holds it)."""
+    # The command dumped and encoded once for both digests: the same texts as
+    # ``_authorization_digest`` and ``_content_digest`` would encode, byte for byte.
+    content_dict = command.to_json_dict() if dumped is None else dumped
+    whole, content = canonical_json_less(content_dict, TRACE_CONTEXT)
+    rest = canonical_json({"fact": fact.id, "resource_version": resource_version})
     return Authorization(
         command_id=command.id,
         fact_id=fact.id,
-        digest=_authorization_digest(fact.id, content, resource_version),
-        command_digest=_content_digest(content),
+        digest=text_digest('{"command":' + whole + "," + rest[1:]),
+        command_digest=text_digest(content),
         by=by,
         at=at,
     )
