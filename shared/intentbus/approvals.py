@@ -7,8 +7,6 @@ still waits for that very command — and then publishes CommandAuthorized or Co
 refused attempt is recorded in the run's log with its reason.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime

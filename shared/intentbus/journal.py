@@ -1,7 +1,5 @@
 """The workflow log: one entry per stage per input, written atomically with the state change."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
