@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from intentbus.adapters.clients import AwsClients
+from intentbus.approval_record import Approval
 from intentbus.approvals import ApprovalDesk, Approver, Result
-from intentbus.journal import Approval
 from intentbus_cli.desks import Target, desk_parts
 
 

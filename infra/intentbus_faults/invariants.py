@@ -57,10 +57,11 @@ from typing import Any, NamedTuple
 
 from intentbus import facts
 from intentbus.adapters.idempotency import KEY_PREFIX
+from intentbus.approval_record import Approval
 from intentbus.catalog import Catalog
 from intentbus.definition import RepeatSafety, RetryPolicy, ToolEffect
 from intentbus.ids import canonical_json
-from intentbus.journal import Approval, ApprovalStatus, LogEntry, Outcome
+from intentbus.journal import ApprovalStatus, LogEntry, Outcome
 from intentbus.state import Status, WorkflowState
 from intentbus_faults import fanout_workflow
 from intentbus_faults.approver import Decided

@@ -1,7 +1,5 @@
 """The approvals API's request bodies and path parameters: small, closed, validated before a handler runs."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -46,7 +44,7 @@ class ResubmitBody(_Body):
     detail: dict[str, Any] | None = None
 
     @model_validator(mode="after")
-    def _one_of(self) -> ResubmitBody:
+    def _one_of(self) -> "ResubmitBody":
         if (self.payload is None) == (self.detail is None):
             raise ValueError("give exactly one of payload and detail")
         return self

@@ -7,8 +7,6 @@ still waits for that very command — and then publishes CommandAuthorized or Co
 refused attempt is recorded in the run's log with its reason.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,9 +16,10 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus import facts
+from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope
 from intentbus.ids import derive_id
-from intentbus.journal import Approval, ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
+from intentbus.journal import ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import WorkflowStore
 from intentbus.principals import canonical

@@ -33,8 +33,8 @@ from intentbus.api_bodies import (
     ResumeBody,
 )
 from intentbus.api_identity import Refused, caller
+from intentbus.approval_record import Approval
 from intentbus.approvals import ApprovalDesk, Approver
-from intentbus.journal import Approval
 from intentbus.parked import park_view
 from intentbus.repair_desk import DeskAnswer, RepairDesk
 from intentbus.review import PausedRun, ReviewDesk

@@ -11,8 +11,6 @@ quarantined with the reason, never run. Only facts the pipeline published are re
 a producer's payload is never read as a reference.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Sequence

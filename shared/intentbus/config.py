@@ -1,7 +1,5 @@
 """A function's configuration: its environment variables, validated once, with clear errors."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -80,7 +78,7 @@ class Settings(BaseModel):
             }
         return values
 
-    def bedrock(self) -> BedrockSettings | None:
+    def bedrock(self) -> "BedrockSettings | None":
         """The Bedrock settings, or ``None`` when no model is configured (model agents use fallbacks)."""
         if self.bedrock_model_id is None:
             return None
@@ -93,7 +91,7 @@ class Settings(BaseModel):
         )
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Settings:
+    def from_env(cls, env: Mapping[str, str]) -> "Settings":
         values = {name.lower(): value for name, value in env.items() if name.lower() in cls.model_fields}
         try:
             return cls.model_validate(values)

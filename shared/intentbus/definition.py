@@ -1,7 +1,5 @@
 """The public API a workflow is written in: types, agents, tools, steps, budgets and policy."""
 
-from __future__ import annotations
-
 import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -28,7 +26,7 @@ class TokenUsage(BaseModel):
     def total(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def __add__(self, other: TokenUsage) -> TokenUsage:
+    def __add__(self, other: "TokenUsage") -> "TokenUsage":
         return TokenUsage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -68,7 +66,7 @@ class DecisionContext:
     event_type: str
     event: BaseModel
     environment: str
-    commands: Mapping[str, CommandSpec] = field(default_factory=dict)
+    commands: "Mapping[str, CommandSpec]" = field(default_factory=dict)
     """The command types the agent is offered for this decision (``Step.tools``), by name."""
     selection: Mapping[str, Any] | None = None
     """What the step's ``context`` selector chose for a model to see; ``None``: the default view."""

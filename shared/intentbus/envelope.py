@@ -1,7 +1,5 @@
 """The one envelope every event, command and decision travels in (CloudEvents-compatible)."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -118,7 +116,7 @@ class Envelope(BaseModel):
         step_index: int | None = None,
         idempotency_key: str | None = None,
         output_id: str | None = None,
-    ) -> Envelope:
+    ) -> "Envelope":
         """The envelope a stage publishes in answer to this one.
 
         Its id is derived from this envelope's id, the stage and the output's index (unless

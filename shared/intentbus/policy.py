@@ -1,7 +1,5 @@
 """Policy as data: which command may run, may run after approval, or may not run."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any

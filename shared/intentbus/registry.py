@@ -5,8 +5,6 @@ A payload field can be marked sensitive (``Annotated[str, SENSITIVE]``, or
 wherever the payload is logged, and the exported JSON Schema says ``"sensitive": true``.
 """
 
-from __future__ import annotations
-
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
 """Workflow state and its transitions: pure functions, no AWS."""
 
-from __future__ import annotations
-
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -37,7 +35,7 @@ class BudgetOverride(BaseModel):
     deadline: timedelta | None = None
     """The run's whole deadline, from its start (not an extension from now)."""
 
-    def over(self, earlier: BudgetOverride | None) -> BudgetOverride:
+    def over(self, earlier: "BudgetOverride | None") -> "BudgetOverride":
         """This override's limits, the ``earlier`` one's where this one sets none."""
         if earlier is None:
             return self

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics, Tracer
     from aws_lambda_powertools.tracing.base import BaseSegment
 
+    from intentbus.approval_record import Approval
     from intentbus.envelope import Envelope
-    from intentbus.journal import Approval
     from intentbus.stages.common import StageResult
 
 LAMBDA_TRACE_ENV = "_X_AMZN_TRACE_ID"

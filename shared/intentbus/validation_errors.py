@@ -10,8 +10,6 @@ pydantic's message only for the error types whose message is made of the schema'
 error type names the others).
 """
 
-from __future__ import annotations
-
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
-from intentbus.journal import Approval
+from intentbus.approval_record import Approval
 from intentbus.state import Status
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.http_front import ApiDispatcher, LocalUser

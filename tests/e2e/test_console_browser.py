@@ -18,8 +18,9 @@ import pytest
 
 from intentbus import facts
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.approval_record import Approval
 from intentbus.envelope import Kind
-from intentbus.journal import Approval, Commit, LogEntry, Outcome
+from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.state import Status, new_run
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud

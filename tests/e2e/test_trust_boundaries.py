@@ -18,9 +18,9 @@ import pytest
 
 from intentbus import facts
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import NOT_RECORDED
-from intentbus.journal import Approval
 from intentbus.policy import Effect, Verdict
 from intentbus.state import Status
 from intentbus_local import seed

@@ -21,8 +21,9 @@ import intentbus.stages.record
 import intentbus.stages.validate
 from intentbus import state
 from intentbus.adapters.eventbridge_bus import EventBridgeBus
+from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope
-from intentbus.journal import Approval, Commit, CommitStatus, Outcome
+from intentbus.journal import Commit, CommitStatus, Outcome
 from intentbus.ports import WorkflowStore
 from intentbus.stages.common import StageDeps, StageResult
 from intentbus.state import WorkflowState

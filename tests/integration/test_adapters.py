@@ -20,16 +20,10 @@ from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.adapters.eventbridge_bus import EventBridgeBus, backoff_seconds, to_entry
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.adapters.sqs_quarantine import MAX_MESSAGE_BYTES, SqsQuarantine
+from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import PublishError
-from intentbus.journal import (
-    Approval,
-    ApprovalStatus,
-    Commit,
-    CommitStatus,
-    LogEntry,
-    Outcome,
-)
+from intentbus.journal import ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
 from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand
 from intentbus.state import Status, WorkflowState
 from intentbus.testing import VirtualClock

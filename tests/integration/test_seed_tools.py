@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from intentbus.adapters.clients import AwsClients
+from intentbus.approval_record import Approval
 from intentbus.definition import ToolContext, ToolError
-from intentbus.journal import Approval, ApprovalStatus
+from intentbus.journal import ApprovalStatus
 from intentbus.state import Status
 from intentbus.workflows import incident
 from tests.fakes import raw_body

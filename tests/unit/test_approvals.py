@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from intentbus.approval_record import Approval
 from intentbus.approvals import ALL_PENDING_BY, Answer, Approver
 from intentbus.catalog import Catalog
 from intentbus.definition import (
@@ -22,7 +23,7 @@ from intentbus.definition import (
     Workflow,
     tool,
 )
-from intentbus.journal import Approval, ApprovalStatus
+from intentbus.journal import ApprovalStatus
 from intentbus.policy import Effect, Policy, Rule
 from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload

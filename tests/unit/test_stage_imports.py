@@ -4,7 +4,8 @@ The five entries are imported in one fresh interpreter, as Lambda imports each. 
 milliseconds each and show nowhere else: boto3 (with s3transfer) where botocore serves, and Powertools'
 parser models for every other event source, which Powertools' batch utility imports whenever pydantic
 is already loaded when it is first imported (``utilities/batch/types.py``). Nor does it import what only a
-refused input needs (the validation-error reader).
+refused input needs (the validation-error reader), nor the approval model, which only a command that
+needs a person (authorize) and the approvals service make or read.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ NEVER_AT_IMPORT = (
     "intentbus.workflows",
     "intentbus.validation_errors",
     "intentbus.facts.",
+    "intentbus.approval_record",
 )
 
 _PROBE = """
@@ -206,3 +208,28 @@ def test_a_stage_imports_only_the_fact_models_it_reads(stage: str) -> None:
     loaded = [name for name in _probe(probe) if name.startswith("intentbus.facts.")]
 
     assert loaded == FACTS_READ_OR_PUBLISHED[stage]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_stage_core_leaves_the_approval_model_to_a_command_that_needs_a_person(stage: str) -> None:
+    """No stage's core imports ``intentbus.approval_record`` with itself: authorize loads it to ask for an
+    approval, the store to read one back (the approvals service)."""
+    probe = f"import json, sys, intentbus.stages.{stage}; print(json.dumps(sorted(sys.modules)))"
+
+    assert "intentbus.approval_record" not in _probe(probe)
+
+
+_APPROVAL_REEXPORT_PROBE = """
+import json, sys
+import intentbus.journal
+before = "intentbus.approval_record" in sys.modules
+from intentbus.journal import Approval
+from intentbus import approval_record
+print(json.dumps({"loaded_before": before, "same": Approval is approval_record.Approval}))
+"""
+
+
+def test_the_journal_still_names_the_approval_model() -> None:
+    """``intentbus.journal.Approval`` still works for code that imports it from there: the model loads
+    only when asked for."""
+    assert _probe(_APPROVAL_REEXPORT_PROBE) == {"loaded_before": False, "same": True}

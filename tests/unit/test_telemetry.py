@@ -26,12 +26,13 @@ from pydantic import Field
 
 from intentbus import facts, telemetry
 from intentbus.adapters.eventbridge_bus import to_entry
+from intentbus.approval_record import Approval
 from intentbus.catalog import Catalog
 from intentbus.definition import Budget, Decision, DecisionContext, ScriptedAgent, Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.handler import SqsStageHandler
-from intentbus.journal import Approval, ApprovalStatus, Outcome
+from intentbus.journal import ApprovalStatus, Outcome
 from intentbus.policy import Policy
 from intentbus.registry import REDACTED, SENSITIVE, WITHHELD, Payload, TypeRegistry, TypeSpec
 from intentbus.stages.common import StageCore, StageResult

@@ -5,8 +5,6 @@ The tool writes the order to the table the template declares (OrdersTable, ORDER
 execute function's environment). Register this module in the template's Workflows parameter.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any
 

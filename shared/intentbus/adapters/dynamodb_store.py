@@ -13,7 +13,6 @@ from intentbus.adapters.compression import compressed
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS, shard_of
 from intentbus.ids import key_part
 from intentbus.journal import (
-    Approval,
     ApprovalStatus,
     Authorization,
     Commit,
@@ -28,6 +27,8 @@ from intentbus.state import WorkflowState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from intentbus.approval_record import Approval
 
 STATE_SK = "STATE"
 LOG_PREFIX = "LOG#"
@@ -316,7 +317,11 @@ class DynamoWorkflowStore:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return None if item is None else Approval.model_validate_json(item["approval"]["S"])
+        if item is None:
+            return None
+        from intentbus.approval_record import Approval  # a stage's cold start never reads one
+
+        return Approval.model_validate_json(item["approval"]["S"])
 
     def pending_approvals(self, tenant_id: str) -> list[Approval]:
         """The tenant's pending approvals, soonest expiry first."""
@@ -359,6 +364,8 @@ class DynamoWorkflowStore:
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
         }
+        from intentbus.approval_record import Approval  # a stage's cold start never reads one
+
         found: list[Approval] = []
         while True:
             response = self._client.query(**kwargs)

@@ -7,8 +7,6 @@ which is what the repair attempt shows the model. The problems are told without 
 beside them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -1,7 +1,5 @@
 """The fact validate publishes for an accepted input, which decide reads."""
 
-from __future__ import annotations
-
 from intentbus.envelope import Envelope
 from intentbus.registry import Payload
 

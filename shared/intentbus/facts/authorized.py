@@ -1,8 +1,6 @@
 """The facts authorize publishes: a command authorized (execute reads it), denied (record reads it), or
 waiting for a person's approval."""
 
-from __future__ import annotations
-
 from datetime import datetime
 
 from intentbus.envelope import Envelope

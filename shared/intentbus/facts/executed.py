@@ -1,7 +1,5 @@
 """The facts execute publishes, which record reads: what became of an authorized command."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from intentbus.envelope import Envelope

@@ -1,7 +1,5 @@
 """The fact decide publishes for a proposed command, which authorize reads."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field

@@ -1,8 +1,6 @@
 """The facts about a whole run: its end, an expired approval, a pause for review and what a person did
 about it."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Any
 

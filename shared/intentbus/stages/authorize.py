@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
@@ -13,7 +13,7 @@ from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.ids import approval_id, input_identity
-from intentbus.journal import Approval, Commit, LogEntry, Outcome
+from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.principals import canonical
@@ -35,6 +35,9 @@ from intentbus.stages.common import (
 )
 from intentbus.stages.retired import end_run, why_retired
 from intentbus.state import Status, WorkflowState, begin_step, new_run
+
+if TYPE_CHECKING:
+    from intentbus.approval_record import Approval
 
 STAGE = "authorize"
 _PROPOSED = {facts.COMMAND_PROPOSED: facts.CommandProposed}
@@ -375,6 +378,8 @@ def proposers(fact: facts.CommandProposed, roles: dict[str, str]) -> tuple[str, 
 
 def _approval(turn: _Turn, deps: StageDeps) -> tuple[Approval, WorkflowState]:
     """A pending approval that expires by the workflow's timeout, and the run waiting for it."""
+    from intentbus.approval_record import Approval  # created only for a command that needs a person
+
     command = turn.fact.command
     approval = Approval(
         approval_id=approval_id(command.id, deps.id_salt),

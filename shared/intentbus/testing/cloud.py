@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from intentbus.approval_record import Approval
 from intentbus.approvals import ApprovalDesk, Approver, Result
-from intentbus.journal import Approval
 from intentbus.ports import DeskQuarantine
 from intentbus.state import WorkflowState
 from intentbus.testing.bodies import DEFAULT_SOURCE, put_events_entry

@@ -9,10 +9,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope
 from intentbus.ids import canonical_json
 from intentbus.journal import (
-    Approval,
     ApprovalStatus,
     Authorization,
     Commit,

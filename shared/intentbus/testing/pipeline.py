@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from intentbus.approval_record import Approval
 from intentbus.approvals import Answer, ApprovalDesk, Approver, Result
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimCheckingBus, InMemoryClaims, fit
 from intentbus.definition import ClientProvider, CommandSpec, ModelProvider, Tool, ToolContext, Workflow
 from intentbus.envelope import Envelope
-from intentbus.journal import Approval
 from intentbus.limits import claim_check_threshold
 from intentbus.producers import ProducerBindings
 from intentbus.stages.authorize import AuthorizeStage

@@ -4,8 +4,6 @@ TOOL_EXECUTION_REQUESTED goes validate → authorize → execute → record and 
 TOOL_EXECUTION_COMPLETED.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal

@@ -5,8 +5,6 @@ ServiceLatencyIncreased → DiagnosisRequested → DependencyFailureSuspected �
 its tool runs once, and the outcome event starts the next step.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
