@@ -130,7 +130,66 @@ class LapseWatchingClient:
         return self._client.update_item(**kwargs)
 
 
-class GuardedPersistenceLayer(DynamoDBPersistenceLayer):
+EVENT_KEY_PATH = "[tenant_id, idempotency_key]"
+"""The record's key: the command's tenant and idempotency key (namespaced by tenant: no tenant can claim,
+or pre-claim, another tenant's key)."""
+PAYLOAD_PATH = "payload"
+"""What the record's payload hash covers: the command's payload."""
+
+
+class CommandData(dict[str, Any]):
+    """A command's JSON form as the runner hands it to Powertools: made once per command, never changed.
+
+    Powertools deep-copies the data it is given on every call (~40 µs for a command); this one is its own
+    copy (``__deepcopy__``). Its hashes are computed once (``CommandHashes``)."""
+
+    __slots__ = ("hashes",)
+
+    def __init__(self, dumped: dict[str, Any]) -> None:
+        super().__init__(dumped)
+        self.hashes: tuple[BasePersistenceLayer, str, str | None, str] | None = None
+        """The layer and its key prefix, and the key and payload hashes it computed for them."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CommandData:
+        return self
+
+
+class CommandHashes(BasePersistenceLayer):
+    """A persistence layer that reads a command's key and payload hash once per command (``CommandData``).
+
+    Powertools computes both for each write (the in-progress put, the save, a read back), by a JMESPath
+    search each time; with the runner's configuration (``EVENT_KEY_PATH``, ``PAYLOAD_PATH``) the values
+    searched for are read from the command's fields directly, then hashed as Powertools hashes them. Any
+    other data or configuration is left to Powertools."""
+
+    def _get_hashed_idempotency_key(self, data: dict[str, Any]) -> str | None:
+        hashes = self._command_hashes(data)
+        return super()._get_hashed_idempotency_key(data) if hashes is None else hashes[2]
+
+    def _get_hashed_payload(self, data: dict[str, Any]) -> str:
+        hashes = self._command_hashes(data)
+        return super()._get_hashed_payload(data) if hashes is None else hashes[3]
+
+    def _command_hashes(
+        self, data: dict[str, Any]
+    ) -> tuple[BasePersistenceLayer, str, str | None, str] | None:
+        if not isinstance(data, CommandData) or self.event_key_jmespath != EVENT_KEY_PATH:
+            return None
+        validation = self.validation_key_jmespath
+        if validation is None or getattr(validation, "expression", None) != PAYLOAD_PATH:
+            return None
+        if data.hashes is None or data.hashes[0] is not self or data.hashes[1] != self.function_name:
+            selected = [data.get("tenant_id"), data.get("idempotency_key")]
+            key = (
+                f"{self.function_name}#{self._generate_hash(selected)}"
+                if not self.is_missing_idempotency_key(selected)
+                else super()._get_hashed_idempotency_key(data)  # raises, or warns and is None
+            )
+            data.hashes = (self, self.function_name, key, self._generate_hash(data.get(PAYLOAD_PATH)))
+        return data.hashes
+
+
+class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
     """Powertools' DynamoDB layer whose in-progress put carries the execution guard's claim.
 
     The put's condition is narrowed to a key that is new or whose result expired: a record in
@@ -354,9 +413,8 @@ class PowertoolsIdempotentRunner:
         lease_seconds: float | None,
     ) -> None:
         self.config = IdempotencyConfig(
-            # Namespaced by tenant: no tenant can claim (or pre-claim) another tenant's key.
-            event_key_jmespath="[tenant_id, idempotency_key]",
-            payload_validation_jmespath="payload",
+            event_key_jmespath=EVENT_KEY_PATH,
+            payload_validation_jmespath=PAYLOAD_PATH,
             raise_on_no_idempotency_key=True,
             expires_after_seconds=retention_seconds,
         )
@@ -407,7 +465,7 @@ class PowertoolsIdempotentRunner:
             return result
 
         try:
-            stored = self._run(command=command.to_json_dict(), work=attempt)
+            stored = self._run(command=CommandData(command.to_json_dict()), work=attempt)
         except _KeepInProgress as kept:
             raise kept.error from kept.error.__cause__
         except IdempotencyValidationError as error:
@@ -452,7 +510,7 @@ class PowertoolsIdempotentRunner:
         layer = self._unlocked
         if layer is None:
             return self.run(command, work, after_lapse, claim)
-        data = command.to_json_dict()
+        data = CommandData(command.to_json_dict())
         result = work()
         try:
             held = layer.put_completed(data, _packed(result))

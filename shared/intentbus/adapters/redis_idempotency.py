@@ -27,7 +27,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.cache import CacheP
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from intentbus.adapters.clock import CLOCK_OFFSET_ENV
-from intentbus.adapters.idempotency import completed_record
+from intentbus.adapters.idempotency import CommandHashes, completed_record
 
 if TYPE_CHECKING:
     import redis
@@ -83,7 +83,7 @@ with warnings.catch_warnings():
     # class) and warns on every subclass.
     warnings.simplefilter("ignore", DeprecationWarning)
 
-    class LeasedCachePersistenceLayer(CachePersistenceLayer):
+    class LeasedCachePersistenceLayer(CommandHashes, CachePersistenceLayer):
         """Powertools' Redis layer whose in-progress put says when it replaced a lapsed lease, and whose
         saved result keeps the payload's hash (Powertools' own drops it, so every repeat would fail its
         payload check)."""

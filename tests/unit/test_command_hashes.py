@@ -1,0 +1,119 @@
+"""Execute's persistence layers hash a command once, to exactly what Powertools' own layer stores for it.
+
+The record's key and payload hash are read from the command's fields rather than by Powertools' JMESPath
+search, once per command (``CommandData``): the stored key and hash must stay byte for byte the same, or
+a deploy would run every command in flight again (a new key) or refuse it (another payload's hash)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import redis
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyKeyError
+from botocore.session import get_session
+from hypothesis import given
+from hypothesis import strategies as st
+
+from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
+from intentbus.adapters.idempotency import (
+    KEY_PREFIX,
+    CommandData,
+    CommandHashes,
+    GuardedPersistenceLayer,
+    LapseWatchingClient,
+    PowertoolsIdempotentRunner,
+)
+from intentbus.adapters.powertools_idempotency import BasePersistenceLayer, DynamoDBPersistenceLayer
+from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer
+from tests.command_envelopes import command_envelope
+from tests.fuzz.support import json_values
+
+TABLE = "idempotency"
+
+
+def _client() -> Any:
+    return get_session().create_client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test"
+    )
+
+
+def _powertools_layer() -> BasePersistenceLayer:
+    """Powertools' own DynamoDB layer, configured as the runner configures its layer."""
+    runner = PowertoolsIdempotentRunner(TABLE, _client(), retention_seconds=60)
+    layer = DynamoDBPersistenceLayer(table_name=TABLE, boto3_client=_client())
+    layer.configure(runner.config, key_prefix=KEY_PREFIX)
+    return layer
+
+
+def _guarded_layer() -> GuardedPersistenceLayer:
+    client = _client()
+    guard = DynamoExecutionGuard("workflow", client)
+    layer = GuardedPersistenceLayer(TABLE, LapseWatchingClient(client), guard)
+    PowertoolsIdempotentRunner.over(layer, LapseWatchingClient(client), retention_seconds=60)
+    return layer
+
+
+def _redis_layer() -> LeasedCachePersistenceLayer:
+    layer = LeasedCachePersistenceLayer(redis.Redis(host="127.0.0.1", port=1))  # never connected here
+    PowertoolsIdempotentRunner.over(layer, layer, retention_seconds=60)
+    return layer
+
+
+POWERTOOLS = _powertools_layer()
+OURS: list[CommandHashes] = [_guarded_layer(), _redis_layer()]
+
+texts = st.text(min_size=1, max_size=20)
+
+
+@given(
+    key=texts,
+    tenant=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_\-]{0,20}\Z"),
+    payload=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+)
+def test_a_commands_key_and_payload_hash_are_powertools_own(key: str, tenant: str, payload: Any) -> None:
+    dumped = command_envelope(key, tenant_id=tenant, payload=payload).to_json_dict()
+    expected_key = POWERTOOLS._get_hashed_idempotency_key(dumped)
+    expected_hash = POWERTOOLS._get_hashed_payload(dumped)
+    for layer in OURS:
+        data = CommandData(dumped)
+        assert layer._get_hashed_idempotency_key(data) == expected_key
+        assert layer._get_hashed_payload(data) == expected_hash
+        assert layer._get_hashed_idempotency_key(dict(dumped)) == expected_key  # plain data: Powertools'
+
+
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_a_command_without_a_key_is_refused_as_powertools_refuses_it(layer: CommandHashes) -> None:
+    dumped = {**command_envelope("k").to_json_dict(), "idempotency_key": None, "tenant_id": None}
+    with pytest.raises(IdempotencyKeyError):
+        POWERTOOLS._get_hashed_idempotency_key(dumped)
+    with pytest.raises(IdempotencyKeyError):
+        layer._get_hashed_idempotency_key(CommandData(dumped))
+
+
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_each_hash_is_computed_once_per_command(
+    layer: CommandHashes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed: list[Any] = []
+    generate = layer._generate_hash
+
+    def counting(data: Any) -> str:
+        hashed.append(data)
+        return generate(data)
+
+    monkeypatch.setattr(layer, "_generate_hash", counting)
+    data = CommandData(command_envelope("k1").to_json_dict())
+    for _ in range(2):  # the in-progress put, then the save
+        layer._get_hashed_idempotency_key(data)
+        layer._get_hashed_payload(data)
+    assert hashed == [["acme", "k1"], {"invoice": "inv-1"}]
+    layer._get_hashed_payload(CommandData(command_envelope("k2").to_json_dict()))
+    assert len(hashed) == 4  # another command: hashed anew
+
+
+def test_powertools_does_not_copy_a_commands_data() -> None:
+    data = CommandData(command_envelope("k1").to_json_dict())
+    assert copy.deepcopy(data) is data
+    assert copy.deepcopy({"command": data})["command"] is data
