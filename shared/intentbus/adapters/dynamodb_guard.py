@@ -41,7 +41,7 @@ from intentbus.adapters.dynamodb_store import (
     resource_pk,
     run_pk,
 )
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.state import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:

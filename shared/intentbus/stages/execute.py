@@ -39,14 +39,12 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
 from intentbus.ports import (
     ChecksAhead,
-    Claim,
-    ClaimRequest,
-    ClaimStatus,
     ExecutionGuard,
     IdempotentRunner,
     KeyHeldByAnotherCommand,
