@@ -276,3 +276,53 @@ def test_moved_names_still_resolve_where_they_were(old: str, new: str, names: st
     """Code that imports the claim types from ``intentbus.ports``, or the backlog's figures from
     ``intentbus.telemetry``, still gets them: their module loads only when one is asked for."""
     assert _probe(_MOVED_NAMES_PROBE, old, new, names) == {"loaded_before": False, "same": True}
+
+
+_DATACLASSES_PROBE = """
+import dataclasses, importlib, json, runpy, sys
+made = {}
+process_class = dataclasses._process_class
+def counting(cls, init, repr, eq, *rest):
+    if cls.__module__.startswith("intentbus"):
+        made[f"{cls.__module__}.{cls.__qualname__}"] = eq
+    return process_class(cls, init, repr, eq, *rest)
+dataclasses._process_class = counting
+for path in sys.argv[1:]:
+    runpy.run_path(path)
+entries = sorted(made)
+for stage in ("validate", "decide", "authorize", "execute", "record"):
+    importlib.import_module(f"intentbus.stages.{stage}")
+importlib.import_module("intentbus.adapters.dynamodb_guard")
+print(json.dumps({"entries": entries, "unequal": sorted(name for name, eq in made.items() if not eq)}))
+"""
+
+DATACLASSES_AT_IMPORT = 22
+"""The intentbus dataclasses the five entries' imports create (each some 4 M instructions of a cold start,
+most of it compiling the methods ``dataclasses`` generates): the journal's, the ports' snapshot request,
+the definition's, the stage deps and results, tracing's headers. Not the claim types nor the backlog's."""
+
+NEVER_COMPARED = [
+    "intentbus.adapters.dynamodb_guard.ClaimActions",
+    "intentbus.budgets.BudgetBreach",
+    "intentbus.stages.authorize._Turn",
+    "intentbus.stages.decide._Checked",
+    "intentbus.stages.decide._Turn",
+    "intentbus.stages.execute._Read",
+    "intentbus.stages.validate.BusSender",
+]
+"""Frozen dataclasses of the stages' cold path that nothing compares or hashes: made with ``eq=False``, so
+their ``__eq__`` and ``__hash__`` are not generated (about a third of a frozen dataclass's creation)."""
+
+
+def test_the_entries_create_only_the_dataclasses_they_use() -> None:
+    seen = _probe(
+        _DATACLASSES_PROBE,
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        TRACING_BACKEND="off",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert len(seen["entries"]) == DATACLASSES_AT_IMPORT, seen["entries"]
+    assert not any(name.endswith(("Claim", "ClaimRequest", "ApprovalBacklog")) for name in seen["entries"])
+    assert seen["unequal"] == NEVER_COMPARED

@@ -239,7 +239,7 @@ class ExecuteStage(Stage):
         return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class _Read:
     """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
 
