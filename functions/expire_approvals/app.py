@@ -11,6 +11,7 @@ with importing():  # see intentbus.coldstart
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from intentbus import telemetry
+    from intentbus.approval_backlog import report_approval_backlog
     from intentbus.approvals import ApprovalDesk
     from intentbus.runtime import Runtime, approval_desk
     from intentbus.xray import traced, xray_tracer
@@ -29,7 +30,7 @@ def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     swept = desk().sweep()
     expired = swept.results
     metrics.add_metric(name=telemetry.APPROVALS_EXPIRED, unit=MetricUnit.Count, value=len(expired))
-    telemetry.report_approval_backlog(metrics, swept.pending, swept.at)  # how many, the oldest one's age
+    report_approval_backlog(metrics, swept.pending, swept.at)  # how many, the oldest one's age
     for result in expired:
         logger.info(
             "approval expired",

@@ -17,7 +17,7 @@ from intentbus.definition import Budget, Workflow
 from intentbus.state import BudgetOverride, WorkflowState
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class BudgetBreach:
     """The budget limit a run crossed, why, and what it had spent."""
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
 from intentbus.errors import IntentbusError
 from intentbus.journal import Commit, CommitResult, LogEntry, Snapshot
+
+if TYPE_CHECKING:
+    from intentbus.execution_claim import Claim, ClaimRequest
 
 
 class Clock(Protocol):
@@ -72,68 +74,6 @@ class ReadsInBatches(Protocol):
         would return for it. A request missing from the answer was not read (the store was throttled or
         left its keys unprocessed): its caller reads it alone. Raises only as ``snapshot`` would."""
         ...
-
-
-class ClaimStatus(StrEnum):
-    CLAIMED = "claimed"
-    CONFLICT = "conflict"
-    """Another command moved the resource past the version this one was authorized at."""
-    RUN_ENDED = "run_ended"
-    NOT_AUTHORIZED = "not_authorized"
-    """No authorization matching this fact is recorded for the command (or no such run exists)."""
-    RETIRED = "retired"
-    """The run was started under another workflow definition than the one asked for (a redeploy
-    removed or replaced it): the command is not run."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The guard's answer to claiming a command: its status, and on a refusal what stood in the way."""
-
-    status: ClaimStatus
-    holder: str | None = None
-    """On a conflict: the command holding the resource's current version."""
-    run_status: str | None = None
-    """When the run ended: its status."""
-    run_definition: tuple[str, str] | None = None
-    """When the run is retired: the workflow and definition version it was started under."""
-
-
-@dataclass
-class ClaimRequest:
-    """The arguments of ``ExecutionGuard.claim`` for one command. A runner on the guard's own store may
-    make the claim in the same write as its in-progress record; it then leaves the answer in ``made``."""
-
-    tenant_id: str
-    run_id: str
-    command_id: str
-    resource: str | None
-    seen_version: int | None
-    authorization: str | None
-    now: datetime
-    definition: tuple[str, str] | None = None
-    made: Claim | None = None
-
-    def arguments(self) -> dict[str, Any]:
-        return {name: value for name, value in vars(self).items() if name != "made"}
-
-    def take(self) -> Claim | None:
-        """The claim made with the in-progress record, once: a later claim asks the guard again."""
-        made, self.made = self.made, None
-        return made
-
-    def key(self) -> tuple[Any, ...]:
-        """What the claim asks, less when (``now``) and its answer: a check read ahead of the claim
-        (``ChecksAhead``) is served only to a request with exactly this key."""
-        return (
-            self.tenant_id,
-            self.run_id,
-            self.command_id,
-            self.resource,
-            self.seen_version,
-            self.authorization,
-            self.definition,
-        )
 
 
 class ExecutionGuard(Protocol):
@@ -273,3 +213,17 @@ class RunsReadsUnlocked(Protocol):
         by another payload, ``KeyHeldByAnotherCommand``; by an attempt in progress (or lapsed), the command
         goes the way ``run`` takes it. A runner whose store cannot do this runs ``run``."""
         ...
+
+
+_CLAIM_NAMES = frozenset({"Claim", "ClaimRequest", "ClaimStatus"})
+
+
+def __getattr__(name: str) -> Any:
+    """The execution guard's claim types live in ``intentbus.execution_claim`` (only execute and its
+    adapters make or read a claim, so the other stages never create the classes); imported from here,
+    they load there."""
+    if name in _CLAIM_NAMES:
+        from intentbus import execution_claim
+
+        return getattr(execution_claim, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics, Tracer
     from aws_lambda_powertools.tracing.base import BaseSegment
 
-    from intentbus.approval_record import Approval
     from intentbus.envelope import Envelope
     from intentbus.stages.common import StageResult
 
@@ -313,23 +311,14 @@ def add_latency(metrics: Metrics, milliseconds: float) -> None:
     metrics.add_metric(name=LATENCY, unit=MetricUnit.Milliseconds, value=round(milliseconds, 3))
 
 
-@dataclass(frozen=True)
-class ApprovalBacklog:
-    """How many approvals are pending and the oldest one's age."""
-
-    pending: int
-    oldest_age_seconds: float
+_BACKLOG_NAMES = frozenset({"ApprovalBacklog", "approval_backlog", "report_approval_backlog"})
 
 
-def approval_backlog(approvals: Iterable[Approval], now: datetime) -> ApprovalBacklog:
-    ages = [max(0.0, (now - approval.requested_at).total_seconds()) for approval in approvals]
-    return ApprovalBacklog(pending=len(ages), oldest_age_seconds=max(ages, default=0.0))
+def __getattr__(name: str) -> Any:
+    """The approval backlog's figures live in ``intentbus.approval_backlog`` (only the expiry sweep reports
+    them, so no stage creates the class); imported from here, they load there."""
+    if name in _BACKLOG_NAMES:
+        from intentbus import approval_backlog
 
-
-def report_approval_backlog(metrics: Metrics, pending: Iterable[Approval], now: datetime) -> ApprovalBacklog:
-    """How many approvals are pending (of every tenant) and the oldest one's age: ``pending`` is what the
-    expiry sweep left pending (``Sweep.pending``), so the sweep reads its index once."""
-    backlog = approval_backlog(pending, now)
-    metrics.add_metric(name=APPROVALS_PENDING, unit=MetricUnit.Count, value=backlog.pending)
-    metrics.add_metric(name=APPROVAL_OLDEST_AGE, unit=MetricUnit.Seconds, value=backlog.oldest_age_seconds)
-    return backlog
+        return getattr(approval_backlog, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,7 +32,7 @@ from intentbus.adapters.dynamodb_store import STATE_SK, run_pk
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer, redis_client
 from intentbus.envelope import Envelope
-from intentbus.ports import ClaimRequest
+from intentbus.execution_claim import ClaimRequest
 from intentbus_local.redis_server import redis_server
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import create_idempotency_table, create_workflow_table, lambda_context

@@ -23,8 +23,9 @@ from intentbus.adapters.sqs_quarantine import MAX_MESSAGE_BYTES, SqsQuarantine
 from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import PublishError
+from intentbus.execution_claim import Claim, ClaimStatus
 from intentbus.journal import ApprovalStatus, Commit, CommitStatus, LogEntry, Outcome
-from intentbus.ports import Claim, ClaimStatus, KeyHeldByAnotherCommand
+from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus.state import Status, WorkflowState
 from intentbus.testing import VirtualClock
 from tests.fakes import raw_body

@@ -13,8 +13,8 @@ from botocore.exceptions import ClientError
 
 from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.journal import Outcome
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus
 from intentbus.stages.execute import ExecuteStage
 from tests.bench.aws_calls import measure_fleet
 from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)

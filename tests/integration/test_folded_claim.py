@@ -16,7 +16,7 @@ from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.dynamodb_store import RESOURCE_SK, STATE_SK, resource_pk, run_pk
 from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.envelope import Envelope
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import (  # noqa: F401
     CallLog,

@@ -5,7 +5,9 @@ milliseconds each and show nowhere else: boto3 (with s3transfer) where botocore 
 parser models for every other event source, which Powertools' batch utility imports whenever pydantic
 is already loaded when it is first imported (``utilities/batch/types.py``). Nor does it import what only a
 refused input needs (the validation-error reader), nor the approval model, which only a command that
-needs a person (authorize) and the approvals service make or read.
+needs a person (authorize) and the approvals service make or read, nor the approval backlog's figures
+(the expiry sweep's), nor the execution guard's claim types (execute's core loads them): each class a
+module creates costs a cold start, a dataclass some 4 M instructions.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ NEVER_AT_IMPORT = (
     "intentbus.validation_errors",
     "intentbus.facts.",
     "intentbus.approval_record",
+    "intentbus.approval_backlog",
+    "intentbus.execution_claim",
 )
 
 _PROBE = """
@@ -233,3 +237,92 @@ def test_the_journal_still_names_the_approval_model() -> None:
     """``intentbus.journal.Approval`` still works for code that imports it from there: the model loads
     only when asked for."""
     assert _probe(_APPROVAL_REEXPORT_PROBE) == {"loaded_before": False, "same": True}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_only_execute_loads_the_execution_guard_claim_types(stage: str) -> None:
+    """``intentbus.execution_claim`` (the guard's claim, its request and status) is execute's alone; no
+    stage's core loads the approval backlog's figures."""
+    probe = f"import json, sys, intentbus.stages.{stage}; print(json.dumps(sorted(sys.modules)))"
+    loaded = _probe(probe)
+
+    assert ("intentbus.execution_claim" in loaded) is (stage == "execute")
+    assert "intentbus.approval_backlog" not in loaded
+
+
+_MOVED_NAMES_PROBE = """
+import importlib, json, sys
+old, new, names = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+importlib.import_module(old)
+before = new in sys.modules
+found = {name: getattr(sys.modules[old], name) for name in names}
+moved = importlib.import_module(new)
+print(json.dumps({"loaded_before": before, "same": all(found[n] is getattr(moved, n) for n in names)}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "names"),
+    [
+        ("intentbus.ports", "intentbus.execution_claim", "Claim,ClaimRequest,ClaimStatus"),
+        (
+            "intentbus.telemetry",
+            "intentbus.approval_backlog",
+            "ApprovalBacklog,approval_backlog,report_approval_backlog",
+        ),
+    ],
+)
+def test_moved_names_still_resolve_where_they_were(old: str, new: str, names: str) -> None:
+    """Code that imports the claim types from ``intentbus.ports``, or the backlog's figures from
+    ``intentbus.telemetry``, still gets them: their module loads only when one is asked for."""
+    assert _probe(_MOVED_NAMES_PROBE, old, new, names) == {"loaded_before": False, "same": True}
+
+
+_DATACLASSES_PROBE = """
+import dataclasses, importlib, json, runpy, sys
+made = {}
+process_class = dataclasses._process_class
+def counting(cls, init, repr, eq, *rest):
+    if cls.__module__.startswith("intentbus"):
+        made[f"{cls.__module__}.{cls.__qualname__}"] = eq
+    return process_class(cls, init, repr, eq, *rest)
+dataclasses._process_class = counting
+for path in sys.argv[1:]:
+    runpy.run_path(path)
+entries = sorted(made)
+for stage in ("validate", "decide", "authorize", "execute", "record"):
+    importlib.import_module(f"intentbus.stages.{stage}")
+importlib.import_module("intentbus.adapters.dynamodb_guard")
+print(json.dumps({"entries": entries, "unequal": sorted(name for name, eq in made.items() if not eq)}))
+"""
+
+DATACLASSES_AT_IMPORT = 22
+"""The intentbus dataclasses the five entries' imports create (each some 4 M instructions of a cold start,
+most of it compiling the methods ``dataclasses`` generates): the journal's, the ports' snapshot request,
+the definition's, the stage deps and results, tracing's headers. Not the claim types nor the backlog's."""
+
+NEVER_COMPARED = [
+    "intentbus.adapters.dynamodb_guard.ClaimActions",
+    "intentbus.budgets.BudgetBreach",
+    "intentbus.stages.authorize._Turn",
+    "intentbus.stages.decide._Checked",
+    "intentbus.stages.decide._Turn",
+    "intentbus.stages.execute._Read",
+    "intentbus.stages.validate.BusSender",
+]
+"""Frozen dataclasses of the stages' cold path that nothing compares or hashes: made with ``eq=False``, so
+their ``__eq__`` and ``__hash__`` are not generated (about a third of a frozen dataclass's creation)."""
+
+
+def test_the_entries_create_only_the_dataclasses_they_use() -> None:
+    seen = _probe(
+        _DATACLASSES_PROBE,
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        TRACING_BACKEND="off",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert len(seen["entries"]) == DATACLASSES_AT_IMPORT, seen["entries"]
+    assert not any(name.endswith(("Claim", "ClaimRequest", "ApprovalBacklog")) for name in seen["entries"])
+    assert seen["unequal"] == NEVER_COMPARED

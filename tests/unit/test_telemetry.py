@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import Field
 
-from intentbus import facts, telemetry
+from intentbus import approval_backlog, facts, telemetry
 from intentbus.adapters.eventbridge_bus import to_entry
 from intentbus.approval_record import Approval
 from intentbus.catalog import Catalog
@@ -476,9 +476,9 @@ class _Pending:
 def test_the_approval_backlog_is_the_pending_count_and_the_oldest_age() -> None:
     now = datetime(2026, 1, 1, 12, tzinfo=UTC)
     approvals = [_Pending(now - timedelta(minutes=5)), _Pending(now - timedelta(hours=2))]
-    backlog = telemetry.approval_backlog(cast(list[Approval], approvals), now)
-    assert backlog == telemetry.ApprovalBacklog(pending=2, oldest_age_seconds=7200.0)
-    assert telemetry.approval_backlog([], now) == telemetry.ApprovalBacklog(0, 0.0)
+    backlog = approval_backlog.approval_backlog(cast(list[Approval], approvals), now)
+    assert backlog == approval_backlog.ApprovalBacklog(pending=2, oldest_age_seconds=7200.0)
+    assert approval_backlog.approval_backlog([], now) == approval_backlog.ApprovalBacklog(0, 0.0)
 
 
 def test_the_expiry_sweep_reports_what_it_left_pending() -> None:
@@ -487,7 +487,7 @@ def test_the_expiry_sweep_reports_what_it_left_pending() -> None:
     metrics = Metrics(namespace="intentbus-unit", service="expire")
     metrics.clear_metrics()
     try:
-        backlog = telemetry.report_approval_backlog(metrics, cast(list[Approval], pending), now)
+        backlog = approval_backlog.report_approval_backlog(metrics, cast(list[Approval], pending), now)
         emf = cast(dict[str, Any], metrics.serialize_metric_set())
     finally:
         metrics.clear_metrics()

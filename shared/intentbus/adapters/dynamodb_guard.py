@@ -41,7 +41,7 @@ from intentbus.adapters.dynamodb_store import (
     resource_pk,
     run_pk,
 )
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.state import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _PROJECTION = {
 """What a check reads of the run's state and the authorization items."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class ClaimActions:
     """A claim as read and prepared: the guard's refusal if its read already refused, else the resource
     move (no action for a command without a resource) for one write, and how to read its cancellation."""

@@ -46,7 +46,8 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
 )
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
-from intentbus.ports import Claim, ClaimRequest, ClaimStatus, KeyHeldByAnotherCommand, OutcomeInDoubt
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

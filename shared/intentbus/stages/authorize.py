@@ -45,7 +45,7 @@ _Declared = tuple[Workflow, CommandSpec, BaseModel]
 """A command's workflow, its spec and its typed arguments."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class _Turn:
     """One proposed command with the run it is authorized against, as read."""
 

@@ -60,7 +60,7 @@ _UNRECORDED_DECISIONS_KEPT = 256
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class _Turn:
     """One attempt at deciding on one accepted event."""
 
@@ -99,7 +99,7 @@ class _Turn:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class _Checked:
     """A decision that passed ``_checked``, with each proposed payload as its command's model has it."""
 

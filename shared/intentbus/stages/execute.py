@@ -39,14 +39,12 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
 from intentbus.ports import (
     ChecksAhead,
-    Claim,
-    ClaimRequest,
-    ClaimStatus,
     ExecutionGuard,
     IdempotentRunner,
     KeyHeldByAnotherCommand,
@@ -256,7 +254,7 @@ class ExecuteStage(Stage):
         return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class _Read:
     """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
 

@@ -52,7 +52,7 @@ class InputSender(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class BusSender:
     """An EventBridge producer: the event's account and source, bound by ``ProducerBindings``."""
 

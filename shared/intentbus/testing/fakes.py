@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.approval_record import Approval
 from intentbus.envelope import Envelope
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.ids import canonical_json
 from intentbus.journal import (
     ApprovalStatus,
@@ -22,14 +23,7 @@ from intentbus.journal import (
     Snapshot,
     proof_key,
 )
-from intentbus.ports import (
-    Claim,
-    ClaimRequest,
-    ClaimStatus,
-    KeyHeldByAnotherCommand,
-    OutcomeInDoubt,
-    SnapshotRequest,
-)
+from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt, SnapshotRequest
 from intentbus.state import LEGACY_CHECKS, WorkflowState
 
 
