@@ -109,9 +109,14 @@ def trace_header(trace_id: str) -> str:
     root = xray_trace_id(trace_id)
     entity = _current_entity()
     if entity is None or getattr(entity, "trace_id", None) != root:
-        return str(TraceHeader(root=root))
+        return _root_header(root)
     sampled = getattr(entity, "sampled", None)
     return str(TraceHeader(root=root, parent=getattr(entity, "id", None), sampled=bool(sampled)))
+
+
+@lru_cache(maxsize=1024)  # every fact a record publishes names the same workflow
+def _root_header(root: str) -> str:
+    return str(TraceHeader(root=root))
 
 
 def _current_entity() -> Any | None:
