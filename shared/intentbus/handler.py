@@ -29,10 +29,10 @@ span ``process <stage>``) with stage, outcome, tenant, run, event type and trace
 noted (intentbus.span_notes: the model's tokens and latency at decide, the tool and attempt at
 execute); one compact ``record processed`` line at INFO (intentbus.record_log), and every other line
 the handler writes of a record carries its trace, run, event, tenant and stage ids; EMF
-metrics with a ``stage`` dimension time it (``latency``, one value per record) and count it (processed,
-per outcome, failed: once per batch, with the batch's totals). Payloads are logged only at DEBUG,
-redacted by the type registry; a reason
-never holds a model's output (a refused answer's is kept in the quarantine record's ``raw_output``,
+metrics with a ``stage`` dimension time it (``latency``, one value per record, the batch's added together
+at its end) and count it (processed, per outcome, failed: once per batch, with the batch's totals).
+Payloads are logged only at DEBUG, redacted by the type registry; a reason never holds a model's output
+(a refused answer's is kept in the quarantine record's ``raw_output``,
 see intentbus.model_output) nor the input a validation error refused (intentbus.validation_errors).
 """
 
@@ -125,6 +125,7 @@ class SqsStageHandler:
         self._processor = _SqsBatchProcessor(event_type=EventType.SQS)
         self._record_log = RecordLog(logger)
         self._counts = telemetry.BatchCounts()
+        self._latencies = telemetry.BatchLatencies()
         self._logs_payloads = False
 
     @property
@@ -148,6 +149,7 @@ class SqsStageHandler:
             raise ValueError("the event has no SQS Records list")
         bus = self._events()
         self._counts.clear()
+        self._latencies.clear()
         reader = self._prefetch(records)
         try:
             with self._processor(records, self._handle_record, context):
@@ -161,6 +163,7 @@ class SqsStageHandler:
         finally:
             if reader is not None:
                 reader.end_batch()
+            self._latencies.add_to(self._metrics)
             self._counts.add_to(self._metrics)
             try:
                 spans.active().flush()
@@ -226,7 +229,7 @@ class SqsStageHandler:
                 span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
                 self._logger.exception("record failed; SQS will retry it", extra=keys)
                 self._counts.add((telemetry.FAILED,))
-                telemetry.add_latency(self._metrics, (time.perf_counter() - started) * 1000)
+                self._latencies.add((time.perf_counter() - started) * 1000)
                 raise
             envelope = result.envelope
             ids: dict[str, Any]
@@ -252,7 +255,7 @@ class SqsStageHandler:
             if self._logs_payloads:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
             self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
-            telemetry.add_latency(self._metrics, milliseconds)
+            self._latencies.add(milliseconds)
             return result.outcome.value
 
     def _claimed(self, raw: dict[str, Any]) -> dict[str, Any]:

@@ -39,7 +39,28 @@ class LogEntry(BaseModel):
     """The workflow version once this entry was written."""
     summary: dict[str, Any] = Field(default_factory=dict)
     outputs: tuple[Envelope, ...] = ()
-    """What the stage published for this input; a redelivery republishes exactly these."""
+    """What the stage published for this input; a redelivery republishes exactly these. The last field:
+    ``log_entry_json`` relies on it."""
+
+
+_NO_OUTPUTS_TAIL = '"outputs":[]}'
+
+
+def log_entry_json(entry: LogEntry) -> str:
+    """``entry.model_dump_json()``, byte for byte, each output's JSON made apart and kept as the output's
+    ``json_text``: the stage publishes those same outputs next, and the bus sends that text as their
+    ``Detail``, so each is serialized once rather than twice. ``outputs`` being the last field, the rest
+    is the entry dumped with none (ending ``"outputs":[]}``). An output that cannot be dumped (a lone
+    surrogate) raises here, as the whole entry's dump would."""
+    if not entry.outputs:
+        return entry.model_dump_json()
+    texts = [output.model_dump_json() for output in entry.outputs]
+    for output, text in zip(entry.outputs, texts, strict=True):
+        output.__dict__.setdefault("json_text", text)  # what ``Envelope.json_text`` would cache
+    rest = entry.model_copy(update={"outputs": ()}).model_dump_json()
+    if not rest.endswith(_NO_OUTPUTS_TAIL):  # not the last field any more: the whole dump
+        return entry.model_dump_json()
+    return rest[: -len(_NO_OUTPUTS_TAIL)] + '"outputs":[' + ",".join(texts) + "]}"
 
 
 class ApprovalStatus(StrEnum):

@@ -107,9 +107,14 @@ def trace_header(trace_id: str) -> str:
     root = xray_trace_id(trace_id)
     entity = _current_entity()
     if entity is None or getattr(entity, "trace_id", None) != root:
-        return str(TraceHeader(root=root))
+        return _root_header(root)
     sampled = getattr(entity, "sampled", None)
     return str(TraceHeader(root=root, parent=getattr(entity, "id", None), sampled=bool(sampled)))
+
+
+@lru_cache(maxsize=1024)  # every fact a record publishes names the same workflow
+def _root_header(root: str) -> str:
+    return str(TraceHeader(root=root))
 
 
 def _current_entity() -> Any | None:
@@ -309,6 +314,49 @@ def add_counts(metrics: Metrics, names: Iterable[str]) -> None:
 
 def add_latency(metrics: Metrics, milliseconds: float) -> None:
     metrics.add_metric(name=LATENCY, unit=MetricUnit.Milliseconds, value=round(milliseconds, 3))
+
+
+MAX_VALUES = 100
+"""What one EMF document holds of a metric at most (CloudWatch's limit, Powertools' ``MAX_METRICS``): at
+that many values, Powertools writes the document out and starts another."""
+
+
+class BatchLatencies:
+    """The ``latency`` of each record of a batch, added together at the batch's end: still one value per
+    record (EMF's values of a metric are separate samples to CloudWatch: the same statistics), without a
+    Powertools ``add_metric`` per record (its unit and resolution checks, and a debug text of the metric's
+    values so far, each time)."""
+
+    def __init__(self) -> None:
+        self._values: list[float] = []
+
+    def add(self, milliseconds: float) -> None:
+        self._values.append(round(milliseconds, 3))
+
+    def clear(self) -> None:
+        self._values.clear()
+
+    def add_to(self, metrics: Metrics) -> None:
+        values, self._values = self._values, []
+        add_values(metrics, LATENCY, MetricUnit.Milliseconds, values)
+
+
+def add_values(metrics: Metrics, name: str, unit: MetricUnit, values: list[float]) -> None:
+    """``values`` as samples of one metric, as many ``add_metric`` calls would add them (the same
+    document, written out at ``MAX_VALUES``), with one call per document: the rest are appended to
+    the values that call holds (a provider that keeps no such list is given each value by a call)."""
+    provider = getattr(metrics, "provider", metrics)
+    index = 0
+    while index < len(values):
+        metrics.add_metric(name=name, unit=unit, value=values[index])
+        index += 1
+        held = getattr(provider, "metric_set", {}).get(name)
+        if not isinstance(held, dict) or not isinstance(held.get("Value"), list):
+            continue  # written out with that value, or a provider of another kind: the next, by a call
+        room = MAX_VALUES - 1 - len(held["Value"])  # the call that makes MAX_VALUES writes the document
+        if room > 0:
+            held["Value"].extend(float(value) for value in values[index : index + room])
+            index += room
 
 
 _BACKLOG_NAMES = frozenset({"ApprovalBacklog", "approval_backlog", "report_approval_backlog"})

@@ -20,6 +20,7 @@ from intentbus.journal import (
     CommitStatus,
     LogEntry,
     Snapshot,
+    log_entry_json,
     proof_key,
 )
 from intentbus.ports import SnapshotRequest
@@ -94,7 +95,7 @@ def entry_item(tenant_id: str, run_id: str, entry: LogEntry) -> dict[str, Any]:
         "stage": _s(entry.stage),
         "outcome": _s(entry.outcome.value),
         "at": _s(entry.at.isoformat()),
-        ENTRY_COMPRESSED: {"B": compressed(entry.model_dump_json().encode())},
+        ENTRY_COMPRESSED: {"B": compressed(log_entry_json(entry).encode())},
     }
 
 
