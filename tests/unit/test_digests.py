@@ -95,12 +95,55 @@ _values = st.recursive(
 
 
 @given(
+    value=st.recursive(
+        _values | st.floats() | st.datetimes() | st.decimals(allow_nan=False),
+        lambda inner: st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_text, inner, max_size=3),
+        max_leaves=10,
+    )
+)
+def test_canonical_json_is_what_json_dumps_writes(value: Any) -> None:
+    """The encoder made once writes what ``json.dumps`` with the same options writes, byte for byte."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert canonical_json(value) == expected
+
+
+def test_canonical_json_refuses_a_value_that_contains_itself() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    with pytest.raises(RecursionError):
+        canonical_json(looped)
+
+
+@given(
     content=st.dictionaries(_text | st.sampled_from(sorted(TRACE_CONTEXT)), _values, max_size=8),
     left_out=st.frozensets(_text | st.sampled_from(sorted(TRACE_CONTEXT)), max_size=3),
 )
 def test_canonical_json_less_is_the_canonical_json_of_both(
     content: dict[str, Any], left_out: frozenset[str]
 ) -> None:
+    kept = {name: value for name, value in content.items() if name not in left_out}
+    assert canonical_json_less(content, left_out) == (canonical_json(content), canonical_json(kept))
+
+
+@pytest.mark.parametrize(
+    ("content", "left_out"),
+    [
+        ({}, frozenset({"tracestate"})),
+        ({"traceparent": None}, frozenset({"traceparent"})),
+        ({"traceparent": None, "tracestate": "a"}, TRACE_CONTEXT),
+        ({"a": 1, "traceparent": None, "tracestate": None}, TRACE_CONTEXT),
+        ({"traceparent": 1, "z": {"traceparent": None, "tracestate": None}}, TRACE_CONTEXT),
+        ({"a": {"traceparent": "x"}, "tracestate": "y", "type": "t", "version": 2}, TRACE_CONTEXT),
+        ({"a": 1, "b": 2}, TRACE_CONTEXT),
+        ({"b": 1, "a": '"tracestate":null,', "tracestate": None}, frozenset({"tracestate", "zz"})),
+        (command(**TRACED).to_json_dict(), TRACE_CONTEXT),
+        (command().to_json_dict(), TRACE_CONTEXT),
+    ],
+)
+def test_canonical_json_less_where_the_keys_left_out_fall(
+    content: dict[str, Any], left_out: frozenset[str]
+) -> None:
+    """First, last, all or none of the keys left out; nested keys of the same names; an envelope."""
     kept = {name: value for name, value in content.items() if name not in left_out}
     assert canonical_json_less(content, left_out) == (canonical_json(content), canonical_json(kept))
 
