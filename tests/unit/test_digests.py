@@ -16,6 +16,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import CommandAuthorized
 from intentbus.ids import canonical_json, canonical_json_less, digest
+from intentbus.limits import json_bytes
 from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import authorization_digest, authorization_for, fact_digest
 
@@ -94,17 +95,25 @@ _values = st.recursive(
 )
 
 
-@given(
-    value=st.recursive(
-        _values | st.floats() | st.datetimes() | st.decimals(allow_nan=False),
-        lambda inner: st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_text, inner, max_size=3),
-        max_leaves=10,
-    )
+_any_values = st.recursive(
+    _values | st.floats() | st.datetimes() | st.decimals(allow_nan=False),
+    lambda inner: st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=10,
 )
+"""JSON's values, and others that encode as their ``str``."""
+
+
+@given(value=_any_values)
 def test_canonical_json_is_what_json_dumps_writes(value: Any) -> None:
     """The encoder made once writes what ``json.dumps`` with the same options writes, byte for byte."""
     expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     assert canonical_json(value) == expected
+
+
+@given(value=_any_values)
+def test_json_bytes_is_the_size_json_dumps_writes(value: Any) -> None:
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert json_bytes(value) == len(expected.encode())
 
 
 def test_canonical_json_refuses_a_value_that_contains_itself() -> None:
