@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from bisect import bisect_left
 from functools import lru_cache
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 # Namespace for every id intentbus derives; fixed forever so that replays derive the same ids.
@@ -14,36 +16,42 @@ INTENTBUS_NAMESPACE = uuid.UUID("6f1d2c3a-8e4b-5a7f-9c0d-1e2f3a4b5c6d")
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys at every depth and no insignificant whitespace."""
-    return _CANONICAL.encode(value)
+    if _C_CANONICAL is None:
+        return _CANONICAL.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 """Made once: ``json.dumps`` with options builds an encoder per call (the same bytes either way)."""
+_C_CANONICAL = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)
+)
+"""``_CANONICAL``'s C encoder, made once: ``encode`` makes one per call, which cost more than encoding
+an envelope's tail. The same bytes; without the circular-reference check (its markers are per call),
+so a value that contains itself fails as ``RecursionError``, not ``ValueError``."""
 
 
 def canonical_json_less(content: dict[str, Any], left_out: frozenset[str]) -> tuple[str, str]:
     """``canonical_json(content)`` and the same less the keys ``left_out``, encoding the bulk once.
 
-    The keys sorted before the first key left out are encoded once for both; only the rest (past it,
-    with and without the keys left out) is encoded twice."""
-    present = [name for name in content if name in left_out]
-    if not present:
+    The whole is encoded once; the keys sorted from the first key left out on (a few, for an envelope
+    less its trace context) are encoded again with and without the keys left out, and that tail of the
+    whole is swapped for the shorter one. No loop over every key in Python: that cost more than an encode."""
+    if left_out.isdisjoint(content):
         text = canonical_json(content)
         return text, text
-    pivot = min(present)
-    head = canonical_json({name: value for name, value in content.items() if name < pivot})
-    tail = {name: value for name, value in content.items() if name >= pivot}
-    kept = {name: value for name, value in tail.items() if name not in left_out}
-    return _joined(head, canonical_json(tail)), _joined(head, canonical_json(kept))
-
-
-def _joined(head: str, tail: str) -> str:
-    """Two canonical JSON objects, every key of ``head`` sorted before ``tail``'s, as one."""
-    if head == "{}":
-        return tail
-    if tail == "{}":
-        return head
-    return head[:-1] + "," + tail[1:]
+    names = sorted(content)  # the order ``sort_keys`` encodes them in
+    start = bisect_left(names, min(left_out.intersection(content)))
+    tail = {name: content[name] for name in names[start:]}
+    whole, tail_text = canonical_json(content), canonical_json(tail)
+    kept = canonical_json({name: value for name, value in tail.items() if name not in left_out})
+    # ``whole`` is "{" + head + ("," if head) + tail_text[1:]; head is what precedes the tail's pairs.
+    prefix = whole[: len(whole) - len(tail_text) + 1]
+    if kept == "{}":
+        return whole, (prefix[:-1] if start else prefix) + "}"
+    return whole, prefix + kept[1:]
 
 
 def idempotency_key(run_id: str, step_index: int, payload: Any) -> str:

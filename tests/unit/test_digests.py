@@ -16,6 +16,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import CommandAuthorized
 from intentbus.ids import canonical_json, canonical_json_less, digest
+from intentbus.limits import json_bytes
 from intentbus.policy import Effect, Verdict
 from intentbus.stages.common import authorization_digest, authorization_for, fact_digest
 
@@ -94,6 +95,34 @@ _values = st.recursive(
 )
 
 
+_any_values = st.recursive(
+    _values | st.floats() | st.datetimes() | st.decimals(allow_nan=False),
+    lambda inner: st.lists(inner, max_size=3).map(tuple) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=10,
+)
+"""JSON's values, and others that encode as their ``str``."""
+
+
+@given(value=_any_values)
+def test_canonical_json_is_what_json_dumps_writes(value: Any) -> None:
+    """The encoder made once writes what ``json.dumps`` with the same options writes, byte for byte."""
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert canonical_json(value) == expected
+
+
+@given(value=_any_values)
+def test_json_bytes_is_the_size_json_dumps_writes(value: Any) -> None:
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert json_bytes(value) == len(expected.encode())
+
+
+def test_canonical_json_refuses_a_value_that_contains_itself() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    with pytest.raises(RecursionError):
+        canonical_json(looped)
+
+
 @given(
     content=st.dictionaries(_text | st.sampled_from(sorted(TRACE_CONTEXT)), _values, max_size=8),
     left_out=st.frozensets(_text | st.sampled_from(sorted(TRACE_CONTEXT)), max_size=3),
@@ -101,6 +130,29 @@ _values = st.recursive(
 def test_canonical_json_less_is_the_canonical_json_of_both(
     content: dict[str, Any], left_out: frozenset[str]
 ) -> None:
+    kept = {name: value for name, value in content.items() if name not in left_out}
+    assert canonical_json_less(content, left_out) == (canonical_json(content), canonical_json(kept))
+
+
+@pytest.mark.parametrize(
+    ("content", "left_out"),
+    [
+        ({}, frozenset({"tracestate"})),
+        ({"traceparent": None}, frozenset({"traceparent"})),
+        ({"traceparent": None, "tracestate": "a"}, TRACE_CONTEXT),
+        ({"a": 1, "traceparent": None, "tracestate": None}, TRACE_CONTEXT),
+        ({"traceparent": 1, "z": {"traceparent": None, "tracestate": None}}, TRACE_CONTEXT),
+        ({"a": {"traceparent": "x"}, "tracestate": "y", "type": "t", "version": 2}, TRACE_CONTEXT),
+        ({"a": 1, "b": 2}, TRACE_CONTEXT),
+        ({"b": 1, "a": '"tracestate":null,', "tracestate": None}, frozenset({"tracestate", "zz"})),
+        (command(**TRACED).to_json_dict(), TRACE_CONTEXT),
+        (command().to_json_dict(), TRACE_CONTEXT),
+    ],
+)
+def test_canonical_json_less_where_the_keys_left_out_fall(
+    content: dict[str, Any], left_out: frozenset[str]
+) -> None:
+    """First, last, all or none of the keys left out; nested keys of the same names; an envelope."""
     kept = {name: value for name, value in content.items() if name not in left_out}
     assert canonical_json_less(content, left_out) == (canonical_json(content), canonical_json(kept))
 

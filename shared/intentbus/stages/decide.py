@@ -57,6 +57,8 @@ from intentbus.state import Status, WorkflowState, begin_step, new_run, settle
 STAGE = "decide"
 _ACCEPTED = {facts.EVENT_ACCEPTED: facts.EventAccepted}
 _UNRECORDED_DECISIONS_KEPT = 256
+_Proofs = tuple[tuple[str, str], ...]
+"""The (stage, input id) entries that may record an accepted event (``_producers``)."""
 logger = logging.getLogger(__name__)
 
 
@@ -152,25 +154,29 @@ class DecideStage(BatchReadingStage):
     the log holds the decision and the entry is dropped."""
 
     def reads(self, body: str) -> SnapshotRequest | None:
+        """The accepted event's run and where it is recorded (kept for ``handle`` with the parse)."""
         fact: Fact[facts.EventAccepted] = read_fact(body, _ACCEPTED)  # claim-checked: raises, read alone
-        self._parsed[body] = fact
+        accepted, event = fact.envelope, fact.payload.event
+        proofs = _producers(accepted, event)
+        self._parsed[body] = (fact, proofs)
         if self.models is not None:
             # A model decides in seconds: a read made before the batch's earlier decisions would widen the
             # window in which a concurrent redelivery finds no decision and asks the model again (rule 1).
             return None
-        accepted, event = fact.envelope, fact.payload.event
-        proofs = tuple(_producers(accepted, event))
         return SnapshotRequest(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=proofs)
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        fact: Fact[facts.EventAccepted] | None = self.parsed(body)
-        if fact is None:
+        parsed: tuple[Fact[facts.EventAccepted], _Proofs] | None = self.parsed(body)
+        if parsed is None:
             try:
                 fact = read_fact(body, _ACCEPTED, self.deps.claims)
             except MalformedInput as error:
                 return self.reject(error, body, message_id)
+            producers = _producers(fact.envelope, fact.payload.event)
+        else:
+            fact, producers = parsed
         try:
-            result = self._decided(fact.envelope, fact.payload.event, body, message_id)
+            result = self._decided(fact.envelope, fact.payload.event, producers, body, message_id)
         except BaseException:
             # Nothing recorded: the decision is kept (a bounded few) so the retry does not ask again.
             while len(self._decisions) > _UNRECORDED_DECISIONS_KEPT:
@@ -179,10 +185,12 @@ class DecideStage(BatchReadingStage):
         self._decisions.pop(fact.envelope.id, None)
         return result
 
-    def _decided(self, accepted: Envelope, event: Envelope, body: str, message_id: str | None) -> StageResult:
+    def _decided(
+        self, accepted: Envelope, event: Envelope, producers: _Proofs, body: str, message_id: str | None
+    ) -> StageResult:
         try:
             return retry_on_conflict(
-                lambda: self._attempt(accepted, event),
+                lambda: self._attempt(accepted, event, producers),
                 exhausted=f"run {accepted.run_id} changed {COMMIT_ATTEMPTS} times under decide",
             )
         except RejectedDecision as error:
@@ -200,8 +208,8 @@ class DecideStage(BatchReadingStage):
         except MalformedInput as error:
             return self.reject(error, body, message_id)
 
-    def _attempt(self, accepted: Envelope, event: Envelope) -> StageResult | None:
-        producers = _producers(accepted, event)
+    def _attempt(self, accepted: Envelope, event: Envelope, producers: _Proofs) -> StageResult | None:
+        """``producers``: ``_producers(accepted, event)``, derived once for the record."""
         snapshot = self.store.snapshot(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=producers)
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, accepted, snapshot.entry.outputs)
@@ -564,15 +572,15 @@ def _command(
     )
 
 
-def _producers(accepted: Envelope, event: Envelope) -> list[tuple[str, str]]:
+def _producers(accepted: Envelope, event: Envelope) -> _Proofs:
     """Where an EventAccepted is recorded: validate's entry for the input (by its identity; by its id
     before that), or a reviewer's resume, whose entry is keyed by the pause it answers. Validate derives
     the fact's id from the input's identity: a fact with that id can only be its, so its entry alone is
     read (the fact must still match it exactly); each entry not read saves a read unit."""
     identity = input_identity(event.tenant_id, event.source, event.id)
     if accepted.id == derive_id(identity, "validate", 0):
-        return [("validate", identity)]
-    return [("validate", event.id), ("review", accepted.causation_id or "")]
+        return (("validate", identity),)
+    return (("validate", event.id), ("review", accepted.causation_id or ""))
 
 
 def _why_stale(
