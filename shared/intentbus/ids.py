@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from bisect import bisect_left
+from collections.abc import Callable
 from functools import lru_cache
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
@@ -16,21 +17,29 @@ INTENTBUS_NAMESPACE = uuid.UUID("6f1d2c3a-8e4b-5a7f-9c0d-1e2f3a4b5c6d")
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys at every depth and no insignificant whitespace."""
-    if _C_CANONICAL is None:
-        return _CANONICAL.encode(value)
-    return "".join(_C_CANONICAL(value, 0))
+    return _CANONICAL(value)
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-"""Made once: ``json.dumps`` with options builds an encoder per call (the same bytes either way)."""
-_C_CANONICAL = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)
-)
-"""``_CANONICAL``'s C encoder, made once: ``encode`` makes one per call, which cost more than encoding
-an envelope's tail. The same bytes; without the circular-reference check (its markers are per call),
-so a value that contains itself fails as ``RecursionError``, not ``ValueError``."""
+def compact_json(value: Any) -> str:
+    """JSON with no insignificant whitespace, keys in their own order (how sizes are measured)."""
+    return _COMPACT(value)
+
+
+def _encoder(*, sort_keys: bool) -> Callable[[Any], str]:
+    """``json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str)``,
+    its encoder made once: ``json.dumps`` with options (and ``JSONEncoder.encode``) makes a C encoder per
+    call, which costs more than encoding a small value. The same text; without the circular-reference
+    check (its markers are per call), so a value that contains itself fails as ``RecursionError``."""
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return json.JSONEncoder(
+            sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str
+        ).encode
+    encode = c_make_encoder(None, str, encode_basestring, None, ":", ",", sort_keys, False, True)
+    return lambda value: "".join(encode(value, 0))
+
+
+_CANONICAL = _encoder(sort_keys=True)
+_COMPACT = _encoder(sort_keys=False)
 
 
 def canonical_json_less(content: dict[str, Any], left_out: frozenset[str]) -> tuple[str, str]:

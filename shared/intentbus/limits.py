@@ -11,12 +11,10 @@ a published entry is then at most the threshold plus the envelope's bounded fiel
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from intentbus.ids import canonical_json
+from intentbus.ids import canonical_json, compact_json
 
 PUT_EVENTS_LIMIT_BYTES = 256 * 1024
 """A PutEvents request's entries together (and so one entry) may have this many bytes."""
@@ -50,18 +48,7 @@ MAX_CLAIM_CHECK_BYTES = 200 * 1024
 
 def json_bytes(value: Any) -> int:
     """Bytes of ``value`` as compact JSON in UTF-8 (how it is measured against a bound)."""
-    if _COMPACT is None:
-        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode())
-    return len("".join(_COMPACT(value, 0)).encode())
-
-
-_COMPACT = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(None, str, encode_basestring, None, ":", ",", False, False, True)
-)
-"""``json.dumps``'s C encoder with these options, made once (``json.dumps`` makes an encoder per call):
-the same text, without the circular-reference check (``intentbus.ids.canonical_json``'s note)."""
+    return len(compact_json(value).encode())
 
 
 def entry_size(entry: Mapping[str, object]) -> int:
