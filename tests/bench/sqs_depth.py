@@ -6,7 +6,7 @@ makes them: a send (EventBridge delivers an event with ``SQSBackend.send_message
 message), a delete of those 10 (``delete_message_batch``), making 10 received messages visible again
 (``change_message_visibility_batch``, the poller's release) and the queue's counts (``Queue.attributes``,
 which the depth sampler and the idle check read). The queue is topped up so the depth holds. Each figure
-is CPU milliseconds per call, the median of ``ROUNDS`` rounds, and the Python lines it ran (deterministic).
+is CPU milliseconds per call, the median of ``REPEATS`` repeats, and the Python lines it ran (deterministic).
 
 ``python -m tests.bench.sqs_depth [DEPTH ...]`` prints a table (default depths 100 1000 4000 8000).
 """
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 DEPTHS = (100, 1000, 4000, 8000)
-ROUNDS = 15
+REPEATS = 15
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 OPERATIONS = ("send", "receive", "delete_batch", "visibility_batch", "counts")
@@ -66,7 +66,7 @@ def _receivable() -> Callable[[Any], bool]:
 
 
 def measure(depth: int) -> dict[str, tuple[float, int]]:
-    """Operation -> (ms per call, median of the rounds; Python lines per call)."""
+    """Operation -> (ms per call, median of the repeats; Python lines per call)."""
     from moto import mock_aws
 
     from intentbus_local import hot_paths
@@ -101,8 +101,8 @@ def measure(depth: int) -> dict[str, tuple[float, int]]:
             timings[name].append((time.process_time() - started) * 1000)
             return answer
 
-        for round_number in range(ROUNDS + 1):
-            counting = round_number == ROUNDS
+        for repeat in range(REPEATS + 1):
+            counting = repeat == REPEATS
             run("send", lambda: backend.send_message("deep", body), counting)
             received: list[Any] = []
             if counting:
