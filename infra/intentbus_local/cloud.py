@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from intentbus_local import collector
+from intentbus_local import collector, sqs_deep_queues
 from intentbus_local.backend import Mode, MotoBackend, backend_for
 from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
@@ -378,7 +378,7 @@ class LocalCloud:
 
     def _receivable(self, queue_name: str) -> bool:
         """Whether moto's queue has a message a receive would hand out now (its visible ones)."""
-        return bool(_moto_queue(self.topology.account_id, self._region, queue_name).messages)
+        return sqs_deep_queues.has_visible(_moto_queue(self.topology.account_id, self._region, queue_name))
 
     def _delete_batch(self, queue_url: str, entries: list[dict[str, str]]) -> list[dict[str, Any]]:
         """DeleteMessageBatch answered by moto's SQS backend itself, as its handler answers it once the

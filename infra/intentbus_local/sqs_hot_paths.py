@@ -9,7 +9,10 @@ the three counts read the clock once per message (``Message.visible``/``delayed`
 ``unix_time_millis`` -> ``utcnow`` and ``utcfromtimestamp(0)``). ``Queue.delete_message`` walks the
 queue twice, building a new list of every message's receipt handles at each step
 (``Message.had_receipt_handle``): a fifth of a 10,000-input run. A local run spent over a third of its
-time there, and the more inputs were queued the slower each message went.
+time there, and the more inputs were queued the slower each message went. The delete here finds its
+message through sqs_deep_queues' index of receipt handles, and on a standard queue the counts are
+sqs_deep_queues' (what was never received nor delayed is visible), which makes a send, a receive, a
+delete and a count there independent of the queue's depth.
 
 Each replacement answers exactly what moto's own code answers, and the test that pins it
 (tests/integration/test_sqs_hot_paths.py) fails when moto's replaced code changes, so a replacement is
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from intentbus_local import sqs_deep_queues
 from intentbus_local.pinning import Pins
 
 PINS = Pins(
@@ -50,6 +54,7 @@ def apply() -> None:
     PINS.replace(Queue, "attributes", property(_attributes))
     PINS.replace(SQSBackend, "is_message_valid_based_on_retention_period", _within_retention)
     PINS.replace(Queue, "delete_message", _delete_message)
+    sqs_deep_queues.apply()
 
 
 def _now_millis() -> float:
@@ -64,11 +69,15 @@ def _visible_messages(queue: Any) -> list[Any]:
 
 
 def _delayed_count(queue: Any) -> int:
+    if sqs_deep_queues.applies_to(queue):
+        return sqs_deep_queues.counts(queue)[1]
     now = _now_millis()
     return sum(1 for m in queue._messages if now < m.delayed_until)
 
 
 def _in_flight_count(queue: Any) -> int:
+    if sqs_deep_queues.applies_to(queue):
+        return sqs_deep_queues.counts(queue)[2]
     now = _now_millis()
     return sum(1 for m in queue._messages if not now > m.visible_at)
 
@@ -86,14 +95,7 @@ def _attributes(queue: Any) -> dict[str, Any]:
 
     from moto.core.utils import camelcase_to_underscores
 
-    now = _now_millis()
-    visible = delayed = in_flight = 0
-    for message in queue._messages:
-        is_visible = now > message.visible_at
-        is_delayed = now < message.delayed_until
-        visible += is_visible and not is_delayed
-        delayed += is_delayed
-        in_flight += not is_visible
+    visible, delayed, in_flight = _counts(queue)
     result: dict[str, Any] = {
         "ApproximateNumberOfMessages": visible,
         "ApproximateNumberOfMessagesDelayed": delayed,
@@ -113,6 +115,21 @@ def _attributes(queue: Any) -> dict[str, Any]:
     return {key: str(value).lower() if isinstance(value, bool) else value for key, value in result.items()}
 
 
+def _counts(queue: Any) -> tuple[int, int, int]:
+    """(visible and not delayed, delayed, not visible) in one pass with one clock read."""
+    if sqs_deep_queues.applies_to(queue):
+        return sqs_deep_queues.counts(queue)
+    now = _now_millis()
+    visible = delayed = in_flight = 0
+    for message in queue._messages:
+        is_visible = now > message.visible_at
+        is_delayed = now < message.delayed_until
+        visible += is_visible and not is_delayed
+        delayed += is_delayed
+        in_flight += not is_visible
+    return visible, delayed, in_flight
+
+
 def _within_retention(backend: Any, queue_name: str, message: Any) -> bool:
     from moto.core.utils import unix_time
 
@@ -121,20 +138,14 @@ def _within_retention(backend: Any, queue_name: str, message: Any) -> bool:
 
 
 def _delete_message(queue: Any, receipt_handle: str) -> None:
-    """moto's ``Queue.delete_message`` in one pass, reading each message's handles where they are."""
+    """moto's ``Queue.delete_message``, the message found by its handle (``sqs_deep_queues.holder``)."""
     from moto.sqs.exceptions import ReceiptHandleIsInvalid
 
     if receipt_handle in queue.deleted_messages:
         return  # already deleted: moto lets it be deleted again
-    kept: list[Any] = []
-    found = False
-    for message in queue._messages:
-        if message.receipt_handle == receipt_handle or receipt_handle in message._old_receipt_handles:
-            found = True
-            queue.pending_messages.discard(message)
-            queue.deleted_messages.update(message.all_receipt_handles)
-        else:
-            kept.append(message)
-    if not found:
+    message = sqs_deep_queues.holder(queue, receipt_handle)
+    if message is None:
         raise ReceiptHandleIsInvalid()
-    queue._messages = kept
+    queue.pending_messages.discard(message)
+    queue.deleted_messages.update(message.all_receipt_handles)
+    sqs_deep_queues.removed(queue, message)
