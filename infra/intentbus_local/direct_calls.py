@@ -1,12 +1,13 @@
 """The pipeline's calls answered by moto's handlers straight from botocore, with no HTTP in between.
 
-On the in-process local cloud a DynamoDB, SQS or EventBridge call went: botocore serializes it, builds
-and prepares an HTTP request, asks its retry handler, emits ``before-send``; moto's stubber matches the
-URL against every service's patterns, builds a werkzeug request (a WSGI environ), and its handler
-parses that back (moto's own parser), runs the backend and serializes the answer; botocore parses it.
-About 1.2 ms a call, two thirds of it neither the backend's work nor the two wire formats.
+On the in-process local cloud a DynamoDB, SQS, EventBridge or ECS call (the seed service's tools) went:
+botocore serializes it, builds and prepares an HTTP request, asks its retry handler, emits
+``before-send``; moto's stubber matches the URL against every service's patterns, builds a werkzeug
+request (a WSGI environ), and its handler parses that back (moto's own parser), runs the backend and
+serializes the answer; botocore parses it. About 1.2 ms a call, two thirds of it neither the backend's
+work nor the two wire formats.
 
-While an in-process cloud runs, a ``before-call`` handler for those three services answers instead:
+While an in-process cloud runs, a ``before-call`` handler for those four services answers instead:
 the request botocore serialized (its parameters validated, its body the wire body) goes to the handler
 class moto's own URL routing picks for that endpoint, through moto's ``setup_class`` and
 ``call_action`` (moto's parser, backend, serializer and error responses as they are), on a small
@@ -69,7 +70,7 @@ BOTOCORE_PINS = Pins(
 )
 """What it copies of botocore: how a response is parsed, and what answering ``before-call`` skips."""
 
-DIRECT_SERVICES = ("dynamodb", "sqs", "eventbridge")
+DIRECT_SERVICES = ("dynamodb", "sqs", "eventbridge", "ecs")
 """botocore's hyphenized service ids, as in ``before-call.<service id>.<operation>``."""
 _running = [0]
 _parsers = ResponseParserFactory()
@@ -152,6 +153,7 @@ def _handler_for(clean_url: str) -> Any:
     from moto.core.base_backend import BackendDict
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.responses import DynamoHandler
+    from moto.ecs.responses import EC2ContainerServiceResponse
     from moto.events.responses import EventsHandler
     from moto.sqs.responses import SQSResponse
 
@@ -166,7 +168,7 @@ def _handler_for(clean_url: str) -> Any:
         for url, method_to_execute in backend.urls.items():
             if re.compile(url).match(clean_url):
                 owner: Any = getattr(method_to_execute, "__self__", None)
-                if owner not in (DynamoHandler, EventsHandler, SQSResponse):
+                if owner not in (DynamoHandler, EventsHandler, SQSResponse, EC2ContainerServiceResponse):
                     return None
                 return owner if method_to_execute.__func__ is owner.dispatch.__func__ else None
         return None

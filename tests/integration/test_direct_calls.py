@@ -201,6 +201,10 @@ def _calls(client: Callable[[str], Any], tag: str) -> list[Any]:
         ],
     )
     call(events.describe_event_bus, Name="missing")
+    ecs = client("ecs")
+    call(ecs.create_cluster, clusterName=f"t{tag}-cluster")
+    call(ecs.describe_services, cluster=f"t{tag}-cluster", services=["missing"])
+    call(ecs.update_service, cluster=f"t{tag}-cluster", service="missing", desiredCount=1)
     return answers
 
 
