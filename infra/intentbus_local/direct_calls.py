@@ -1,12 +1,14 @@
 """The pipeline's calls answered by moto's handlers straight from botocore, with no HTTP in between.
 
-On the in-process local cloud a DynamoDB, SQS or EventBridge call went: botocore serializes it, builds
-and prepares an HTTP request, asks its retry handler, emits ``before-send``; moto's stubber matches the
-URL against every service's patterns, builds a werkzeug request (a WSGI environ), and its handler
-parses that back (moto's own parser), runs the backend and serializes the answer; botocore parses it.
-About 1.2 ms a call, two thirds of it neither the backend's work nor the two wire formats.
+On the in-process local cloud a DynamoDB, SQS, EventBridge, ECS or CloudWatch call (the last two: the
+seed service's tools) went:
+botocore serializes it, builds and prepares an HTTP request, asks its retry handler, emits
+``before-send``; moto's stubber matches the URL against every service's patterns, builds a werkzeug
+request (a WSGI environ), and its handler parses that back (moto's own parser), runs the backend and
+serializes the answer; botocore parses it. About 1.2 ms a call, two thirds of it neither the backend's
+work nor the two wire formats.
 
-While an in-process cloud runs, a ``before-call`` handler for those three services answers instead:
+While an in-process cloud runs, a ``before-call`` handler for those five services answers instead:
 the request botocore serialized (its parameters validated, its body the wire body) goes to the handler
 class moto's own URL routing picks for that endpoint, through moto's ``setup_class`` and
 ``call_action`` (moto's parser, backend, serializer and error responses as they are), on a small
@@ -69,7 +71,7 @@ BOTOCORE_PINS = Pins(
 )
 """What it copies of botocore: how a response is parsed, and what answering ``before-call`` skips."""
 
-DIRECT_SERVICES = ("dynamodb", "sqs", "eventbridge")
+DIRECT_SERVICES = ("dynamodb", "sqs", "eventbridge", "ecs", "cloudwatch")
 """botocore's hyphenized service ids, as in ``before-call.<service id>.<operation>``."""
 _running = [0]
 _parsers = ResponseParserFactory()
@@ -104,7 +106,8 @@ def over_http() -> Iterator[None]:
 
 class _JsonPost:
     """What moto's ``setup_class``, ``parse_parameters`` and ``get_region_from_url`` read of a request
-    (moto.core.request.Request, a werkzeug request), for a JSON POST from botocore with no form data."""
+    (moto.core.request.Request, a werkzeug request), for a JSON (or, CloudWatch's, CBOR) POST from
+    botocore with no form data."""
 
     from_wsgi_server = False
     method = "POST"
@@ -149,9 +152,11 @@ def _handler_for(clean_url: str) -> Any:
     """The moto handler class that moto's stubber routes this endpoint to, if it is one of ours
     (the same pattern walk as ``BotocoreStubber.process_request``, once per endpoint)."""
     from moto import backend_index, backends
+    from moto.cloudwatch.responses import CloudWatchResponse
     from moto.core.base_backend import BackendDict
     from moto.core.models import DEFAULT_ACCOUNT_ID
     from moto.dynamodb.responses import DynamoHandler
+    from moto.ecs.responses import EC2ContainerServiceResponse
     from moto.events.responses import EventsHandler
     from moto.sqs.responses import SQSResponse
 
@@ -166,7 +171,13 @@ def _handler_for(clean_url: str) -> Any:
         for url, method_to_execute in backend.urls.items():
             if re.compile(url).match(clean_url):
                 owner: Any = getattr(method_to_execute, "__self__", None)
-                if owner not in (DynamoHandler, EventsHandler, SQSResponse):
+                if owner not in (
+                    DynamoHandler,
+                    EventsHandler,
+                    SQSResponse,
+                    EC2ContainerServiceResponse,
+                    CloudWatchResponse,
+                ):
                     return None
                 return owner if method_to_execute.__func__ is owner.dispatch.__func__ else None
         return None

@@ -12,8 +12,9 @@ stack_template (a JSON stack template read as JSON), events_hot_paths (an event 
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
-item's 400 KB check in one pass over its attributes) and dynamo_results (a DynamoDB result's plain
-values taken as they are).
+item's 400 KB check in one pass over its attributes) dynamo_results (a DynamoDB result's plain
+values taken as they are) and xml_request_ids (a response body without an XML request id left
+unscanned).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from intentbus_local import (
     response_keys,
     sqs_hot_paths,
     stack_template,
+    xml_request_ids,
 )
 
 
@@ -62,6 +64,7 @@ def apply() -> None:
     account_backends.apply()
     item_sizes.apply()
     dynamo_results.apply()
+    xml_request_ids.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

@@ -4,6 +4,7 @@ codes, messages and the modeled error fields."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -201,6 +202,33 @@ def _calls(client: Callable[[str], Any], tag: str) -> list[Any]:
         ],
     )
     call(events.describe_event_bus, Name="missing")
+    ecs = client("ecs")
+    call(ecs.create_cluster, clusterName=f"t{tag}-cluster")
+    call(ecs.describe_services, cluster=f"t{tag}-cluster", services=["missing"])
+    call(ecs.update_service, cluster=f"t{tag}-cluster", service="missing", desiredCount=1)
+    cloudwatch = client("cloudwatch")
+    at = datetime.datetime(2026, 1, 1, 12, 0, tzinfo=datetime.UTC)
+    dimensions = [{"Name": "ServiceName", "Value": f"t{tag}"}]
+    call(
+        cloudwatch.put_metric_data,
+        Namespace="AWS/ECS",
+        MetricData=[
+            {"MetricName": "CPUUtilization", "Dimensions": dimensions, "Timestamp": at, "Value": 91.5},
+            {"MetricName": "CPUUtilization", "Dimensions": dimensions, "Timestamp": at, "Value": 40.25},
+        ],
+    )
+    call(
+        cloudwatch.get_metric_statistics,
+        Namespace="AWS/ECS",
+        MetricName="CPUUtilization",
+        Dimensions=dimensions,
+        StartTime=at - datetime.timedelta(minutes=5),
+        EndTime=at + datetime.timedelta(minutes=5),
+        Period=60,
+        Statistics=["Average", "Maximum", "SampleCount"],
+    )
+    call(cloudwatch.list_metrics, Namespace="AWS/ECS", Dimensions=dimensions)
+    call(cloudwatch.get_dashboard, DashboardName="missing")
     return answers
 
 
@@ -244,6 +272,12 @@ def test_a_call_answered_directly_sees_what_moto_answers_over_http(
     ]
     assert got[2]["error"] == "ConditionalCheckFailedException"
     assert got[2]["response"]["Item"]["pk"] == {"S": "a"}
+    *_, ecs_failed, _, statistics, metrics, cloudwatch_failed = got
+    assert ecs_failed["error"] == "ServiceNotFoundException"
+    (datapoint,) = statistics["Datapoints"]
+    assert (datapoint["Maximum"], datapoint["SampleCount"]) == (91.5, 2.0)
+    assert [m["MetricName"] for m in metrics["Metrics"]] == ["CPUUtilization"]
+    assert cloudwatch_failed["response"]["Error"]["Code"] == "ResourceNotFound"
 
 
 def test_no_http_request_is_built_while_the_cloud_runs_and_the_ordinary_path_returns_after(
