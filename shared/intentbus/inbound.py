@@ -46,6 +46,17 @@ def _no_constant(text: str) -> float:
     raise ValueError(f"{text} is not a JSON number")
 
 
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+"""``json.loads`` given options makes a decoder, and its C scanner, per call: this one is made once."""
+
+
+def _strict_loads(body: str) -> Any:
+    """``json.loads(body, parse_float=_finite, parse_constant=_no_constant)``: the same value or error."""
+    if not isinstance(body, str) or body.startswith("\ufeff"):  # json.loads' own checks, its own words
+        return json.loads(body, parse_float=_finite, parse_constant=_no_constant)
+    return _DECODER.decode(body)
+
+
 def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether any value sits deeper than ``limit`` (the top one at depth 0); level by level, visiting
     only containers, since most values are scalars."""
@@ -90,7 +101,7 @@ def loads_body(body: str, *, keep: bool = True) -> Any:
             raise entry[2]
         return entry[1]
     try:
-        parsed = json.loads(body, parse_float=_finite, parse_constant=_no_constant)
+        parsed = _strict_loads(body)
     except (ValueError, RecursionError) as error:
         if keep:
             _LastBody.entry = (body, None, error)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from intentbus import telemetry
+from intentbus import inbound, telemetry
 from intentbus.errors import MalformedInput
 from intentbus.inbound import parse_bus_event
 
@@ -35,13 +35,13 @@ def _detail(event: Any) -> dict[str, Any]:
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
-    loads = json.loads
+    loads = inbound._strict_loads
 
-    def counted(text: str, **options: Any) -> Any:
+    def counted(text: str) -> Any:
         seen.append(text)
-        return loads(text, **options)
+        return loads(text)
 
-    monkeypatch.setattr(json, "loads", counted)
+    monkeypatch.setattr(inbound, "_strict_loads", counted)
     return seen
 
 
@@ -71,3 +71,39 @@ def test_a_lone_surrogate_escape_is_still_refused() -> None:
     telemetry.claimed_ids(body)
     with pytest.raises(MalformedInput, match="unpaired surrogate escape"):
         parse_bus_event(body)
+
+
+STRICT_CASES = [
+    BODY,
+    "\ufeff" + BODY,
+    BODY[:-1],
+    "",
+    "  [1, 2.5, -0.0, 1e400]",
+    '{"a": NaN}',
+    '{"a": Infinity}',
+    '{"a": -Infinity}',
+    '{"a": 1} x',
+    '{"a": "\\ud800"}',
+    '"' + "1" * 5000 + '"',
+    "1" * 5000,
+    "[" * 3000 + "]" * 3000,
+    '{"a": 1, "a": 2.0}',
+]
+
+
+def _outcome(parse: Any, text: str) -> tuple[str, Any]:
+    try:
+        return "value", parse(text)
+    except (ValueError, RecursionError) as error:
+        return type(error).__name__, str(error)
+
+
+@pytest.mark.parametrize("text", STRICT_CASES)
+def test_the_decoder_made_once_parses_and_refuses_as_json_loads_did(text: str) -> None:
+    def as_before(value: str) -> Any:
+        return json.loads(value, parse_float=inbound._finite, parse_constant=inbound._no_constant)
+
+    mine, before = _outcome(inbound._strict_loads, text), _outcome(as_before, text)
+    assert mine == before
+    if mine[0] == "value":
+        assert json.dumps(mine[1]) == json.dumps(before[1])  # 1 and 1.0, -0.0 and 0.0 told apart

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import marshal
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -257,10 +260,13 @@ def authorization_for(
 def same_fact(one: Envelope, other: Envelope) -> bool:
     """Whether two facts' contents are the same (their ``fact_digest``s are equal).
 
-    Their JSON texts, less the trace context, are compared first: the same text is the same content, and
-    a fact read back as its stage published it keeps the order of its keys. Only texts that differ (keys
+    The same values, of the same types and in the same order, are the same JSON text (``_same_values``):
+    a fact read back as its stage published it keeps the order of its keys. Otherwise their JSON texts,
+    less the trace context, are compared: the same text is the same content. Only texts that differ (keys
     in another order, as a claim-checked payload's canonical JSON has them; a changed fact) have their
     digests compared, which no order changes."""
+    if _same_values(one, other):
+        return True
     text = _content_json(one)
     if text is not None and text == _content_json(other):
         return True
@@ -268,6 +274,49 @@ def same_fact(one: Envelope, other: Envelope) -> bool:
 
 
 _TRACE_FIELDS = set(TRACE_CONTEXT)
+_PLAIN_VALUES = itemgetter(
+    *(name for name in Envelope.model_fields if name not in TRACE_CONTEXT and name not in {"time", "kind"})
+)
+"""Every field but the trace context, ``time`` and ``kind``, in the order the envelope's JSON has them."""
+_NO_REFERENCES = 2
+"""marshal's version 2 writes every value whole: from version 3 on, an object held twice is written once
+and referred to, so the same content held in other objects would be written otherwise."""
+
+
+def _same_values(one: Envelope, other: Envelope) -> bool:
+    """Whether the two hold, less their trace context, the same values of the same types in the same
+    order: then their JSON texts are the same. ``False`` says nothing (the texts tell).
+
+    marshal writes each value with its exact type, so ``1``, ``1.0`` and ``True`` differ, as ``-0.0``
+    does from ``0.0``, and a lone surrogate is written as it is; it refuses any type but the builtins
+    (subclasses too), so what it cannot tell is left to the texts. Its bytes equal, the values read back
+    from them are equal and of the same types, and a JSON value dumps as its value and type say. (A
+    bytes-like value is written as bytes: no fact read from JSON holds one.)"""
+    if type(one) is not Envelope or type(other) is not Envelope:
+        return False
+    mine, theirs = one.__dict__, other.__dict__
+    time, other_time = mine["time"], theirs["time"]
+    if (
+        mine["kind"] is not theirs["kind"]
+        or type(time) is not datetime
+        or type(other_time) is not datetime
+        or time != other_time
+        or time.utcoffset() != other_time.utcoffset()
+    ):
+        return False
+    try:
+        written = marshal.dumps(_PLAIN_VALUES(mine), _NO_REFERENCES)
+        if written != marshal.dumps(_PLAIN_VALUES(theirs), _NO_REFERENCES):
+            return False
+    except ValueError:  # a value marshal cannot write
+        return False
+    return _MAYBE_SURROGATE.search(written) is None
+
+
+_MAYBE_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
+"""A surrogate as marshal writes it (UTF-8, surrogates passed): no text holds one, and the texts' digests
+refuse it (``text_digest`` raises), so such a fact is left to them. A number's bytes may look alike too:
+that fact is compared by its texts, as every fact was."""
 
 
 def _content_json(envelope: Envelope) -> str | None:
