@@ -108,7 +108,7 @@ class Fact(Generic[FactT]):
     payload: FactT
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class StageDeps:
     """What every stage is given: the catalog, bus, quarantine, clock and the deployment's settings."""
 

@@ -139,7 +139,7 @@ class RejectedDecision(MalformedInput):
         self.attempts = attempts
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class DecideStage(BatchReadingStage):
     """Turns each accepted event into the commands its workflow's step proposes, within the run's budget."""
 

@@ -69,7 +69,7 @@ from intentbus.tools import tool_error
 STAGE = "execute"
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class ExecuteStage(Stage):
     """Runs each authorized command's tool once, under the guard's claim, and publishes its outcome."""
 
@@ -281,7 +281,7 @@ class _Read:
         )
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class _Attempt:
     """One execution of a command's tool; its answer is stored by the idempotent runner."""
 

@@ -71,7 +71,7 @@ class BusSender:
         return self.producers.principal(account=self.account, source=source, own_account=self.own_account)
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class ValidateStage(BatchReadingStage):
     """Checks each producer's event (schema, tenant binding, duplicates) and accepts it into the pipeline."""
 
