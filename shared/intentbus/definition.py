@@ -277,7 +277,7 @@ class Budget:
     deadline: timedelta = timedelta(hours=24)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class RetryPolicy:
     """How execute retries a command whose tool failed in a way worth retrying (``ToolError(retryable=
     True)``, throttling, a 5xx): attempt ``n`` that fails waits ``min(cap, base * 2**(n-1))`` plus a jitter

@@ -27,7 +27,7 @@ from intentbus.producers import ProducerBindings
 FactT = TypeVar("FactT", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class StageResult:
     """How one message ended, and what the stage published for it."""
 
@@ -100,7 +100,7 @@ class BatchReadingStage(Stage):
         return self._parsed.pop(body, None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Fact(Generic[FactT]):
     """A pipeline fact read from a message: its envelope and its payload, typed."""
 
