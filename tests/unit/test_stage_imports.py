@@ -6,8 +6,10 @@ parser models for every other event source, which Powertools' batch utility impo
 is already loaded when it is first imported (``utilities/batch/types.py``). Nor does it import what only a
 refused input needs (the validation-error reader), nor the approval model, which only a command that
 needs a person (authorize) and the approvals service make or read, nor the approval backlog's figures
-(the expiry sweep's), nor the execution guard's claim types (execute's core loads them): each class a
-module creates costs a cold start, a dataclass some 4 M instructions.
+(the expiry sweep's), nor the execution guard's claim types (execute's core loads them), nor a claim
+check's reference (only a payload too large to publish makes one), nor the Bedrock settings (only a
+deployment with a model): each class a module creates costs a cold start, a dataclass some 4 M
+instructions, a model with its validator deferred 1-2 M.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ NEVER_AT_IMPORT = (
     "intentbus.approval_record",
     "intentbus.approval_backlog",
     "intentbus.execution_claim",
+    "intentbus.claim_reference",
+    "intentbus.bedrock_settings",
 )
 
 _PROBE = """
@@ -270,11 +274,14 @@ print(json.dumps({"loaded_before": before, "same": all(found[n] is getattr(moved
             "intentbus.approval_backlog",
             "ApprovalBacklog,approval_backlog,report_approval_backlog",
         ),
+        ("intentbus.claims", "intentbus.claim_reference", "ClaimReference"),
+        ("intentbus.config", "intentbus.bedrock_settings", "BedrockSettings"),
     ],
 )
 def test_moved_names_still_resolve_where_they_were(old: str, new: str, names: str) -> None:
-    """Code that imports the claim types from ``intentbus.ports``, or the backlog's figures from
-    ``intentbus.telemetry``, still gets them: their module loads only when one is asked for."""
+    """Code that imports the claim types from ``intentbus.ports``, the backlog's figures from
+    ``intentbus.telemetry``, a claim check's reference from ``intentbus.claims`` or the Bedrock settings
+    from ``intentbus.config`` still gets them: their module loads only when one is asked for."""
     assert _probe(_MOVED_NAMES_PROBE, old, new, names) == {"loaded_before": False, "same": True}
 
 
