@@ -108,7 +108,7 @@ class Fact(Generic[FactT]):
     payload: FactT
 
 
-@dataclass(eq=False)  # never compared: no generated __eq__
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class StageDeps:
     """What every stage is given: the catalog, bus, quarantine, clock and the deployment's settings."""
 
