@@ -14,15 +14,18 @@ a producer's payload is never read as a reference.
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from intentbus.envelope import Envelope
 from intentbus.errors import IntentbusError, MalformedInput
 from intentbus.ids import canonical_json
 from intentbus.limits import PUT_EVENTS_LIMIT_BYTES, TIME_BYTES
 from intentbus.ports import Bus
+
+if TYPE_CHECKING:
+    from intentbus.claim_reference import ClaimReference
 
 CLAIM_FIELD = "claim_check"
 """The only key of a claim-checked envelope's payload."""
@@ -36,14 +39,6 @@ class ClaimStore(Protocol):
     def get(self, key: str) -> bytes | None:
         """The object's bytes, or ``None`` when there is no such object (expired, deleted)."""
         ...
-
-
-class ClaimReference(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    key: str = Field(min_length=1, max_length=512)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    bytes: int = Field(ge=0)
 
 
 class OversizedFact(IntentbusError):
@@ -71,10 +66,12 @@ def claim_key(tenant_id: str, sha256: str) -> str:
     return f"{tenant_id}/{sha256}"
 
 
-def reference_of(envelope: Envelope) -> ClaimReference | None:
+def reference_of(envelope: Envelope) -> "ClaimReference | None":
     """The claim check an envelope carries instead of its payload, if it does."""
     if set(envelope.payload) != {CLAIM_FIELD}:
         return None
+    from intentbus.claim_reference import ClaimReference
+
     try:
         return ClaimReference.model_validate(envelope.payload[CLAIM_FIELD])
     except ValidationError:
@@ -83,6 +80,8 @@ def reference_of(envelope: Envelope) -> ClaimReference | None:
 
 def check_in(envelope: Envelope, store: ClaimStore) -> Envelope:
     """The envelope with its payload stored and replaced by a reference to it."""
+    from intentbus.claim_reference import ClaimReference
+
     body = canonical_json(envelope.payload).encode()
     sha256 = hashlib.sha256(body).hexdigest()
     reference = ClaimReference(key=claim_key(envelope.tenant_id, sha256), sha256=sha256, bytes=len(body))
@@ -173,3 +172,13 @@ def resolved_detail(detail: dict[str, Any], store: ClaimStore | None) -> dict[st
     if reference_of(envelope) is None:
         return detail
     return {**detail, "payload": check_out(envelope, store).payload}
+
+
+def __getattr__(name: str) -> Any:
+    """``ClaimReference`` lives in ``intentbus.claim_reference`` (only a claim-checked payload creates the
+    class); imported from here, it loads there."""
+    if name == "ClaimReference":
+        from intentbus.claim_reference import ClaimReference
+
+        return ClaimReference
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,15 @@
 """A function's configuration: its environment variables, validated once, with clear errors."""
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from intentbus.errors import ConfigurationError
 from intentbus.limits import DEFAULT_CLAIM_CHECK_BYTES, MAX_CLAIM_CHECK_BYTES, MIN_CLAIM_CHECK_BYTES
+
+if TYPE_CHECKING:
+    from intentbus.bedrock_settings import BedrockSettings
 
 _UNSET_WHEN_EMPTY = frozenset({"intentbus_claim_bucket", "tracing_backend"})
 """Settings the template passes as an empty string when left at their default."""
@@ -82,6 +85,8 @@ class Settings(BaseModel):
         """The Bedrock settings, or ``None`` when no model is configured (model agents use fallbacks)."""
         if self.bedrock_model_id is None:
             return None
+        from intentbus.bedrock_settings import BedrockSettings
+
         return BedrockSettings(
             model_id=self.bedrock_model_id,
             region=self.bedrock_region,
@@ -110,14 +115,11 @@ class Settings(BaseModel):
         return self.idempotency_table
 
 
-class BedrockSettings(BaseModel):
-    """How the decide stage calls Bedrock: the model, where, and its inference settings."""
+def __getattr__(name: str) -> Any:
+    """``BedrockSettings`` lives in ``intentbus.bedrock_settings`` (only a deployment with a model creates
+    the class); imported from here, it loads there."""
+    if name == "BedrockSettings":
+        from intentbus.bedrock_settings import BedrockSettings
 
-    # Built on first use: only a deployment with BEDROCK_MODEL_ID set needs it (cold start).
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    model_id: str = Field(min_length=1)
-    region: str | None = None
-    max_tokens: int = Field(default=1024, ge=1)
-    temperature: float = Field(default=0.0, ge=0.0, le=1.0)
-    tool_choice: Literal["auto", "any"] = "auto"
+        return BedrockSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

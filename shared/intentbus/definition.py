@@ -55,7 +55,7 @@ class Decision(BaseModel):
     """The model that produced the decision; ``None`` for a scripted agent."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class DecisionContext:
     """What an agent is shown: the triggering event and the workflow's position, not the whole log."""
 
@@ -129,7 +129,7 @@ class RepairableAgent(Agent, Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class ScriptedAgent:
     """A deterministic agent: a plain function from context to decision (demo, tests, rules)."""
 
@@ -140,7 +140,7 @@ class ScriptedAgent:
         return self.script(context)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class ModelAgent:
     """An agent whose decisions come from a language model, bound when the stage runs.
 
@@ -205,7 +205,7 @@ class ClientProvider(Protocol):
     def client(self, service_name: str) -> Any: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class ToolContext:
     """What a tool is given for one command: its tenant, run, idempotency key, AWS clients and settings."""
 
@@ -236,7 +236,7 @@ Reconcile = Callable[[Any, ToolContext], Mapping[str, Any] | None]
 """After an attempt whose outcome is unknown: the result if the effect happened, ``None`` if it did not."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Tool:
     """A workflow's tool: the function that carries out a command, and how safe it is to repeat."""
 
@@ -277,7 +277,7 @@ class Budget:
     deadline: timedelta = timedelta(hours=24)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class RetryPolicy:
     """How execute retries a command whose tool failed in a way worth retrying (``ToolError(retryable=
     True)``, throttling, a 5xx): attempt ``n`` that fails waits ``min(cap, base * 2**(n-1))`` plus a jitter
@@ -306,7 +306,7 @@ class RetryPolicy:
         return found
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class CommandSpec:
     """A command a workflow declares: its arguments' model, the tool that runs it and its retry policy."""
 
@@ -330,7 +330,7 @@ StepResults = Mapping[str, Mapping[str, Any]]
 """The results of a step's commands, by command id, in the order they were proposed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Step:
     """One step of a workflow: the event that starts it, who proposes its commands, and what it publishes."""
 
@@ -352,7 +352,7 @@ class Step:
     """
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class Workflow:
     """A workflow definition. Register its module in ``INTENTBUS_WORKFLOWS`` and every stage knows it."""
 

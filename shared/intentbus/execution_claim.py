@@ -34,7 +34,7 @@ class Claim:
     """When the run is retired: the workflow and definition version it was started under."""
 
 
-@dataclass
+@dataclass(eq=False)  # never compared: no generated __eq__
 class ClaimRequest:
     """The arguments of ``ExecutionGuard.claim`` for one command. A runner on the guard's own store may
     make the claim in the same write as its in-progress record; it then leaves the answer in ``made``."""

@@ -87,7 +87,7 @@ class Authorization(BaseModel):
     at: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Commit:
     """One atomic write: an optional state change, the log entry, and an optional approval.
 
@@ -142,7 +142,7 @@ class CommitStatus(StrEnum):
     VERSION_CONFLICT = "version_conflict"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class CommitResult:
     """How a stage's write ended: committed, already recorded, or a version conflict."""
 

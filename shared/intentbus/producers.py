@@ -32,7 +32,7 @@ _TENANT = re.compile(TENANT_PATTERN)
 _PRINCIPAL = re.compile(r"^arn:[\w-]+:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/\S+$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class ProducerBindings:
     """Which tenants each producer may send for, and the principal it sends as (``PRODUCER_BINDINGS``)."""
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from intentbus.stages.common import StageResult
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Delivery:
     """Which delivery of an SQS message this is, and whether it is the last before its DLQ."""
 

@@ -23,8 +23,9 @@ from intentbus.adapters.bedrock_agent import (
 )
 from intentbus.agents.prompt import decision_prompt, system_prompt
 from intentbus.agents.toolkit import Toolkit
+from intentbus.bedrock_settings import BedrockSettings
 from intentbus.catalog import Catalog
-from intentbus.config import BedrockSettings, Settings
+from intentbus.config import Settings
 from intentbus.definition import DecisionContext, MalformedDecision, ModelAgent, Step
 from intentbus.envelope import Envelope
 from intentbus.journal import Outcome

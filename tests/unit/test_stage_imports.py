@@ -6,8 +6,10 @@ parser models for every other event source, which Powertools' batch utility impo
 is already loaded when it is first imported (``utilities/batch/types.py``). Nor does it import what only a
 refused input needs (the validation-error reader), nor the approval model, which only a command that
 needs a person (authorize) and the approvals service make or read, nor the approval backlog's figures
-(the expiry sweep's), nor the execution guard's claim types (execute's core loads them): each class a
-module creates costs a cold start, a dataclass some 4 M instructions.
+(the expiry sweep's), nor the execution guard's claim types (execute's core loads them), nor a claim
+check's reference (only a payload too large to publish makes one), nor the Bedrock settings (only a
+deployment with a model): each class a module creates costs a cold start, a dataclass some 4 M
+instructions, a model with its validator deferred 1-2 M.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ NEVER_AT_IMPORT = (
     "intentbus.approval_record",
     "intentbus.approval_backlog",
     "intentbus.execution_claim",
+    "intentbus.claim_reference",
+    "intentbus.bedrock_settings",
 )
 
 _PROBE = """
@@ -270,11 +274,14 @@ print(json.dumps({"loaded_before": before, "same": all(found[n] is getattr(moved
             "intentbus.approval_backlog",
             "ApprovalBacklog,approval_backlog,report_approval_backlog",
         ),
+        ("intentbus.claims", "intentbus.claim_reference", "ClaimReference"),
+        ("intentbus.config", "intentbus.bedrock_settings", "BedrockSettings"),
     ],
 )
 def test_moved_names_still_resolve_where_they_were(old: str, new: str, names: str) -> None:
-    """Code that imports the claim types from ``intentbus.ports``, or the backlog's figures from
-    ``intentbus.telemetry``, still gets them: their module loads only when one is asked for."""
+    """Code that imports the claim types from ``intentbus.ports``, the backlog's figures from
+    ``intentbus.telemetry``, a claim check's reference from ``intentbus.claims`` or the Bedrock settings
+    from ``intentbus.config`` still gets them: their module loads only when one is asked for."""
     assert _probe(_MOVED_NAMES_PROBE, old, new, names) == {"loaded_before": False, "same": True}
 
 
@@ -284,7 +291,7 @@ made = {}
 process_class = dataclasses._process_class
 def counting(cls, init, repr, eq, *rest):
     if cls.__module__.startswith("intentbus"):
-        made[f"{cls.__module__}.{cls.__qualname__}"] = eq
+        made[f"{cls.__module__}.{cls.__qualname__}"] = (eq, repr)
     return process_class(cls, init, repr, eq, *rest)
 dataclasses._process_class = counting
 for path in sys.argv[1:]:
@@ -293,7 +300,10 @@ entries = sorted(made)
 for stage in ("validate", "decide", "authorize", "execute", "record"):
     importlib.import_module(f"intentbus.stages.{stage}")
 importlib.import_module("intentbus.adapters.dynamodb_guard")
-print(json.dumps({"entries": entries, "unequal": sorted(name for name, eq in made.items() if not eq)}))
+importlib.import_module("intentbus.adapters.idempotency")
+unequal = sorted(name for name, (eq, _) in made.items() if not eq)
+unprinted = sorted(name for name, (_, shown) in made.items() if not shown)
+print(json.dumps({"entries": entries, "unequal": unequal, "unprinted": unprinted}))
 """
 
 DATACLASSES_AT_IMPORT = 22
@@ -303,15 +313,61 @@ the definition's, the stage deps and results, tracing's headers. Not the claim t
 
 NEVER_COMPARED = [
     "intentbus.adapters.dynamodb_guard.ClaimActions",
+    "intentbus.adapters.idempotency._LeaseContext",
     "intentbus.budgets.BudgetBreach",
+    "intentbus.definition.CommandSpec",
+    "intentbus.definition.DecisionContext",
+    "intentbus.definition.ModelAgent",
+    "intentbus.definition.RetryPolicy",
+    "intentbus.definition.ScriptedAgent",
+    "intentbus.definition.Step",
+    "intentbus.definition.Tool",
+    "intentbus.definition.ToolContext",
+    "intentbus.definition.Workflow",
+    "intentbus.execution_claim.ClaimRequest",
+    "intentbus.journal.Commit",
+    "intentbus.journal.CommitResult",
+    "intentbus.producers.ProducerBindings",
+    "intentbus.retries.Delivery",
+    "intentbus.stages.authorize.AuthorizeStage",
     "intentbus.stages.authorize._Turn",
+    "intentbus.stages.common.Fact",
+    "intentbus.stages.common.StageDeps",
+    "intentbus.stages.common.StageResult",
+    "intentbus.stages.decide.DecideStage",
     "intentbus.stages.decide._Checked",
     "intentbus.stages.decide._Turn",
+    "intentbus.stages.execute.ExecuteStage",
+    "intentbus.stages.execute._Attempt",
     "intentbus.stages.execute._Read",
+    "intentbus.stages.record.RecordStage",
     "intentbus.stages.validate.BusSender",
+    "intentbus.stages.validate.ValidateStage",
 ]
-"""Frozen dataclasses of the stages' cold path that nothing compares or hashes: made with ``eq=False``, so
-their ``__eq__`` and ``__hash__`` are not generated (about a third of a frozen dataclass's creation)."""
+"""Dataclasses of the stages' cold path that nothing compares or hashes by value: the stage cores, their
+deps and per-record working types, the workflow definition's parts (a workflow, its steps, commands,
+tools and agents: each made once, found by name) and the producer bindings. Made with ``eq=False``, so
+their ``__eq__`` (and, frozen, ``__hash__``) are not generated: a third of a frozen dataclass's creation,
+~0.4 M instructions of a mutable one's. Each is still hashable, by identity."""
+
+NEVER_PRINTED = [
+    "intentbus.adapters.dynamodb_guard.ClaimActions",
+    "intentbus.adapters.idempotency._LeaseContext",
+    "intentbus.stages.authorize.AuthorizeStage",
+    "intentbus.stages.authorize._Turn",
+    "intentbus.stages.common.StageDeps",
+    "intentbus.stages.decide.DecideStage",
+    "intentbus.stages.decide._Checked",
+    "intentbus.stages.decide._Turn",
+    "intentbus.stages.execute.ExecuteStage",
+    "intentbus.stages.execute._Attempt",
+    "intentbus.stages.execute._Read",
+    "intentbus.stages.record.RecordStage",
+    "intentbus.stages.validate.BusSender",
+    "intentbus.stages.validate.ValidateStage",
+]
+"""The stage cores, their deps and their private per-record types: no log line, error or output shows
+them, so they are made with ``repr=False`` too (~0.4 M instructions each of a cold start)."""
 
 
 def test_the_entries_create_only_the_dataclasses_they_use() -> None:
@@ -326,3 +382,4 @@ def test_the_entries_create_only_the_dataclasses_they_use() -> None:
     assert len(seen["entries"]) == DATACLASSES_AT_IMPORT, seen["entries"]
     assert not any(name.endswith(("Claim", "ClaimRequest", "ApprovalBacklog")) for name in seen["entries"])
     assert seen["unequal"] == NEVER_COMPARED
+    assert seen["unprinted"] == NEVER_PRINTED

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from intentbus.agents.prompt import decision_prompt, repair_note, system_prompt
 from intentbus.agents.tool_schemas import input_schema
 from intentbus.agents.toolkit import ToolCall, Toolkit
-from intentbus.config import BedrockSettings
+from intentbus.bedrock_settings import BedrockSettings
 from intentbus.definition import Agent, Decision, DecisionContext, MalformedDecision, ModelAgent, TokenUsage
 from intentbus.repair import RepairRequest
 

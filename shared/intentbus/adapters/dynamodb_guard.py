@@ -56,7 +56,7 @@ _PROJECTION = {
 """What a check reads of the run's state and the authorization items."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class ClaimActions:
     """A claim as read and prepared: the guard's refusal if its read already refused, else the resource
     move (no action for a command without a resource) for one write, and how to read its cancellation."""

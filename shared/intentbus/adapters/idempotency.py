@@ -346,7 +346,7 @@ def _shift(values: dict[str, Any], name: str, seconds: float) -> None:
         values[name] = {"N": str(int(float(values[name]["N"]) + seconds))}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class _LeaseContext:
     """The Lambda context with the in-progress lease capped: the lease follows the remaining time."""
 

@@ -45,7 +45,7 @@ _Declared = tuple[Workflow, CommandSpec, BaseModel]
 """A command's workflow, its spec and its typed arguments."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class _Turn:
     """One proposed command with the run it is authorized against, as read."""
 
@@ -62,7 +62,7 @@ class _Turn:
     """The resource's version as read with the run: execute runs the command only at this version."""
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class AuthorizeStage(BatchReadingStage):
     """Checks each proposed command against its workflow's policy and records the verdict."""
 

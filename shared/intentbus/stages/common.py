@@ -30,7 +30,7 @@ from intentbus.producers import ProducerBindings
 FactT = TypeVar("FactT", bound=BaseModel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class StageResult:
     """How one message ended, and what the stage published for it."""
 
@@ -103,7 +103,7 @@ class BatchReadingStage(Stage):
         return self._parsed.pop(body, None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
 class Fact(Generic[FactT]):
     """A pipeline fact read from a message: its envelope and its payload, typed."""
 
@@ -111,7 +111,7 @@ class Fact(Generic[FactT]):
     payload: FactT
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class StageDeps:
     """What every stage is given: the catalog, bus, quarantine, clock and the deployment's settings."""
 

@@ -62,7 +62,7 @@ _Proofs = tuple[tuple[str, str], ...]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class _Turn:
     """One attempt at deciding on one accepted event."""
 
@@ -101,7 +101,7 @@ class _Turn:
         )
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class _Checked:
     """A decision that passed ``_checked``, with each proposed payload as its command's model has it."""
 
@@ -139,7 +139,7 @@ class RejectedDecision(MalformedInput):
         self.attempts = attempts
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class DecideStage(BatchReadingStage):
     """Turns each accepted event into the commands its workflow's step proposes, within the run's budget."""
 

@@ -69,7 +69,7 @@ from intentbus.tools import tool_error
 STAGE = "execute"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class ExecuteStage(Stage):
     """Runs each authorized command's tool once, under the guard's claim, and publishes its outcome."""
 
@@ -254,7 +254,7 @@ class ExecuteStage(Stage):
         return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class _Read:
     """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
 
@@ -281,7 +281,7 @@ class _Read:
         )
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class _Attempt:
     """One execution of a command's tool; its answer is stored by the idempotent runner."""
 

@@ -54,7 +54,7 @@ _OUTCOMES: dict[str, type[Payload]] = {
 }
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class RecordStage(BatchReadingStage):
     """Records each command's outcome on its run and moves the run on."""
 

@@ -52,7 +52,7 @@ class InputSender(Protocol):
         ...
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
+@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
 class BusSender:
     """An EventBridge producer: the event's account and source, bound by ``ProducerBindings``."""
 
@@ -71,7 +71,7 @@ class BusSender:
         return self.producers.principal(account=self.account, source=source, own_account=self.own_account)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
 class ValidateStage(BatchReadingStage):
     """Checks each producer's event (schema, tenant binding, duplicates) and accepts it into the pipeline."""
 
