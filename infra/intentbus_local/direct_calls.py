@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -147,37 +148,42 @@ def _answer(model: OperationModel, params: dict[str, Any], **_: Any) -> tuple[AW
     return http, _parsed(http, model)
 
 
+_DIRECT_HANDLERS = {
+    "dynamodb": ("moto.dynamodb.responses", "DynamoHandler"),
+    "events": ("moto.events.responses", "EventsHandler"),
+    "sqs": ("moto.sqs.responses", "SQSResponse"),
+    "ecs": ("moto.ecs.responses", "EC2ContainerServiceResponse"),
+    "cloudwatch": ("moto.cloudwatch.responses", "CloudWatchResponse"),
+}
+"""moto's handler class for each service answered directly, imported only when its endpoint is first
+called: importing moto's ECS loads its EC2 models (about a second of CPU), which a cloud that never
+calls ECS should not pay."""
+
+
 @functools.lru_cache(maxsize=64)
 def _handler_for(clean_url: str) -> Any:
     """The moto handler class that moto's stubber routes this endpoint to, if it is one of ours
     (the same pattern walk as ``BotocoreStubber.process_request``, once per endpoint)."""
     from moto import backend_index, backends
-    from moto.cloudwatch.responses import CloudWatchResponse
     from moto.core.base_backend import BackendDict
     from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.dynamodb.responses import DynamoHandler
-    from moto.ecs.responses import EC2ContainerServiceResponse
-    from moto.events.responses import EventsHandler
-    from moto.sqs.responses import SQSResponse
 
     for service, pattern in backend_index.backend_url_patterns:
         if not pattern.match(clean_url):
             continue
+        if service not in _DIRECT_HANDLERS:
+            return None
         backend_dict = backends.get_backend(service)  # type: ignore[call-overload]
         if not isinstance(backend_dict, BackendDict):
             return None
+        module, name = _DIRECT_HANDLERS[service]
+        ours = getattr(importlib.import_module(module), name)
         regions = backend_dict[DEFAULT_ACCOUNT_ID]
         backend = regions["us-east-1"] if "us-east-1" in regions else regions["aws"]
         for url, method_to_execute in backend.urls.items():
             if re.compile(url).match(clean_url):
                 owner: Any = getattr(method_to_execute, "__self__", None)
-                if owner not in (
-                    DynamoHandler,
-                    EventsHandler,
-                    SQSResponse,
-                    EC2ContainerServiceResponse,
-                    CloudWatchResponse,
-                ):
+                if owner is not ours:
                     return None
                 return owner if method_to_execute.__func__ is owner.dispatch.__func__ else None
         return None

@@ -322,3 +322,38 @@ def test_attribute_values_in_a_request_are_read_as_moto_s_own_parser_reads_them(
             except Exception as error:  # the outcome compared is the exception's type
                 outcomes.append(("raised", type(error).__name__))
         assert outcomes[0] == outcomes[1], (operation, body)
+
+
+_PIPELINE_CALLS_ONLY = """
+import sys
+import boto3
+from intentbus_local.backend import InProcessMoto
+
+backend = InProcessMoto()
+backend.start()
+try:
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    session.client("dynamodb").list_tables()
+    session.client("sqs").list_queues()
+    session.client("events").list_event_buses()
+    print(sorted(name for name in ("moto.ecs", "moto.ec2") if name in sys.modules))
+    session.client("ecs").list_clusters()
+    print(sorted(name for name in ("moto.ecs", "moto.ec2") if name in sys.modules))
+finally:
+    backend.stop()
+"""
+
+
+def test_a_cloud_that_never_calls_ecs_does_not_import_moto_s_ecs_and_ec2() -> None:
+    """Importing moto's ECS loads its EC2 models, about a second of CPU: the direct path imports a
+    service's handler only when that service is first called (a fresh interpreter, since other tests
+    import ECS)."""
+    import subprocess
+    import sys
+
+    answer = subprocess.run(
+        [sys.executable, "-c", _PIPELINE_CALLS_ONLY], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert answer.stdout.splitlines() == ["[]", "['moto.ec2', 'moto.ecs']"]
