@@ -274,7 +274,7 @@ def run_parallel(
         # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
         for first in range(0, len(seeds), generation):
             in_generation = seeds[first : first + generation]
-            chunks = [in_generation[i : i + chunk] for i in range(0, len(in_generation), chunk)]
+            chunks = chunked(in_generation, chunk, workers)
             with ProcessPoolExecutor(
                 max_workers=min(workers, len(chunks)), mp_context=context, initializer=initializer
             ) as pool:
@@ -303,6 +303,15 @@ def run_parallel(
     outcome.unfinished.sort()
     outcome.wall_seconds = time.monotonic() - started
     return outcome
+
+
+def chunked(seeds: Sequence[int], chunk: int, workers: int) -> list[list[int]]:
+    """``seeds`` in order, in chunks of ``chunk`` but the last ``workers * chunk`` one seed at a time:
+    a worker that finishes early then takes one more schedule instead of idling while the other
+    runs a whole chunk (the run's tail)."""
+    whole = max(0, len(seeds) - workers * chunk)
+    whole -= whole % chunk
+    return [list(seeds[i : i + chunk]) for i in range(0, whole, chunk)] + [[s] for s in seeds[whole:]]
 
 
 _worker_harness: list[FaultHarness] = []

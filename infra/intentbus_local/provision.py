@@ -60,6 +60,7 @@ from intentbus_local import hot_paths, moto_fixes
 from intentbus_local.clients import Clients
 from intentbus_local.conditions import without_inactive
 from intentbus_local.direct_resources import create_direct
+from intentbus_local.moto_resources import cached_moto_resources
 from intentbus_local.template import ARTIFACT_BUCKET, LocalTemplate, artifact_key
 from intentbus_local.topology import FunctionInfo, MappingInfo, QueueInfo, Topology
 
@@ -93,7 +94,8 @@ def provision(
     parameters: Mapping[str, str] | None = None,
     timeout_seconds: float = 60.0,
 ) -> Topology:
-    moto_fixes.apply()
+    with cached_moto_resources():  # moto_fixes imports moto's CloudFormation, and so EC2's data
+        moto_fixes.apply()
     hot_paths.apply()
     logging.getLogger("moto").addFilter(_KNOWN_GAP)
     with warnings.catch_warnings():

@@ -10,7 +10,7 @@ from typing import cast
 
 from intentbus_faults import run as runner
 from intentbus_faults.harness import FaultHarness
-from intentbus_faults.run import Tally, run, run_parallel
+from intentbus_faults.run import Tally, chunked, run, run_parallel
 
 DIES_AT = 7
 
@@ -42,6 +42,19 @@ def test_seeds_of_a_worker_that_died_are_unfinished_and_every_seed_is_accounted_
     assert set(range(6)) <= set(tallied), "the generation before the death lost schedules"
     assert set(range(12, 18)) <= set(tallied), "the run stopped at the death"
     assert "UNFINISHED" in outcome.summary()
+
+
+def test_seeds_go_out_in_order_in_whole_chunks_and_the_last_ones_one_at_a_time() -> None:
+    assert chunked(range(7, 47), 2, 2) == [[s, s + 1] for s in range(7, 43, 2)] + [[43], [44], [45], [46]]
+    assert chunked(range(9), 2, 2) == [[0, 1], [2, 3], [4], [5], [6], [7], [8]]
+    assert chunked(range(3), 2, 2) == [[0], [1], [2]]
+    assert chunked(range(10), 3, 1) == [[0, 1, 2], [3, 4, 5], [6], [7], [8], [9]]
+    for total in range(12):
+        for chunk in (1, 2, 3):
+            for workers in (1, 2, 3):
+                chunks = chunked(range(total), chunk, workers)
+                assert [s for c in chunks for s in c] == list(range(total))
+                assert {len(c) for c in chunks} <= {chunk, 1}
 
 
 def test_workers_forked_from_the_parent_s_cloud_run_the_schedules_as_one_process_does() -> None:
