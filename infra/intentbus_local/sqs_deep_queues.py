@@ -23,7 +23,7 @@ generated traffic and compares what they answer and leave behind.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from intentbus_local.pinning import Pins
@@ -63,10 +63,14 @@ def counts(queue: Any) -> tuple[int, int, int]:
     from moto.sqs import models
 
     touched = _touched(queue)
-    now = models.unix_time_millis()  # type: ignore[attr-defined]
-    visible = len(queue._messages) - len(touched)
-    delayed = in_flight = 0
-    for message in touched:
+    visible, delayed, in_flight = tally(touched, models.unix_time_millis())  # type: ignore[attr-defined]
+    return visible + len(queue._messages) - len(touched), delayed, in_flight
+
+
+def tally(messages: Iterable[Any], now: float) -> tuple[int, int, int]:
+    """(visible and not delayed, delayed, not visible) of ``messages`` at ``now`` (epoch milliseconds)."""
+    visible = delayed = in_flight = 0
+    for message in messages:
         is_visible = now > message.visible_at
         is_delayed = now < message.delayed_until
         visible += is_visible and not is_delayed

@@ -119,15 +119,7 @@ def _counts(queue: Any) -> tuple[int, int, int]:
     """(visible and not delayed, delayed, not visible) in one pass with one clock read."""
     if sqs_deep_queues.applies_to(queue):
         return sqs_deep_queues.counts(queue)
-    now = _now_millis()
-    visible = delayed = in_flight = 0
-    for message in queue._messages:
-        is_visible = now > message.visible_at
-        is_delayed = now < message.delayed_until
-        visible += is_visible and not is_delayed
-        delayed += is_delayed
-        in_flight += not is_visible
-    return visible, delayed, in_flight
+    return sqs_deep_queues.tally(queue._messages, _now_millis())
 
 
 def _within_retention(backend: Any, queue_name: str, message: Any) -> bool:

@@ -27,7 +27,7 @@ ACCOUNT = "123456789012"
 OPERATIONS = ("send", "receive", "delete_batch", "visibility_batch", "counts")
 
 
-def _lines(action: Callable[[], Any]) -> int:
+def lines_run(action: Callable[[], Any]) -> int:
     """Python lines run by ``action`` (a count that does not depend on the machine's load)."""
     count = 0
 
@@ -94,7 +94,7 @@ def measure(depth: int) -> dict[str, tuple[float, int]]:
 
         def run(name: str, action: Callable[[], Any], count_lines: bool) -> Any:
             if count_lines:
-                lines[name] = _lines(action)
+                lines[name] = lines_run(action)
                 return None
             started = time.process_time()
             answer = action()
@@ -106,7 +106,7 @@ def measure(depth: int) -> dict[str, tuple[float, int]]:
             run("send", lambda: backend.send_message("deep", body), counting)
             received: list[Any] = []
             if counting:
-                lines["receive"] = _lines(functools.partial(receive_into, received))
+                lines["receive"] = lines_run(functools.partial(receive_into, received))
             else:
                 received = run("receive", receive, False)
             entries = [{"Id": str(n), "ReceiptHandle": m.receipt_handle} for n, m in enumerate(received)]

@@ -7,7 +7,6 @@ import contextlib
 import functools
 import json
 import random
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from intentbus_local import hot_paths, sqs_deep_queues, sqs_hot_paths
+from tests.bench.sqs_depth import lines_run
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -186,22 +186,6 @@ def test_generated_traffic_gets_moto_s_own_answers(seed: int) -> None:
     assert any("ReceiptHandleIsInvalid" in entry[1] for entry in fast if entry[0] == "delete")
 
 
-def _lines(action: Callable[[], Any]) -> int:
-    count = 0
-
-    def trace(frame: Any, event: str, arg: Any) -> Any:
-        nonlocal count
-        count += event == "line"
-        return trace
-
-    sys.settrace(trace)
-    try:
-        action()
-    finally:
-        sys.settrace(None)
-    return count
-
-
 def _work_at(depth: int) -> tuple[int, int, int]:
     """Python lines run by a send, a receive of 10 and the delete of those 10, ``depth`` messages queued."""
     with mock_aws():
@@ -211,11 +195,11 @@ def _work_at(depth: int) -> tuple[int, int, int]:
         backend.create_queue("deep")
         for number in range(depth):
             backend.send_message("deep", f"m{number}")
-        send = _lines(lambda: backend.send_message("deep", "one more"))
+        send = lines_run(lambda: backend.send_message("deep", "one more"))
         received: list[Any] = []
-        receive = _lines(lambda: received.extend(backend.receive_message("deep", 10, 0, 30, ["All"])))
+        receive = lines_run(lambda: received.extend(backend.receive_message("deep", 10, 0, 30, ["All"])))
         entries = [{"Id": str(n), "ReceiptHandle": m.receipt_handle} for n, m in enumerate(received)]
-        delete = _lines(lambda: backend.delete_message_batch("deep", entries))
+        delete = lines_run(lambda: backend.delete_message_batch("deep", entries))
         assert [m.body for m in received] == [f"m{n}" for n in range(10)]
     return send, receive, delete
 
