@@ -12,7 +12,7 @@ stack_template (a JSON stack template read as JSON), events_hot_paths (an event 
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
-item's 400 KB check in one pass over its attributes) dynamo_results (a DynamoDB result's plain
+item's 400 KB check in one pass over its attributes), dynamo_results (a DynamoDB result's plain
 values taken as they are) and xml_request_ids (a response body without an XML request id left
 unscanned).
 """

@@ -46,13 +46,14 @@ def _cached(decode: Callable[[str], Any], read: Callable[[str], bytes]) -> Calla
         except FileNotFoundError:
             return decode(resource)  # moto's plain-text resources: small, left as they are
         key = hashlib.sha256(raw + sys.version.encode()).hexdigest()[:32]
-        path = cache_dir() / FOLDER / f"{compressed.replace('/', '.')}-{key}.marshal"
+        name = compressed.replace("/", ".")
+        path = cache_dir() / FOLDER / f"{name}-{key}.marshal"
         with contextlib.suppress(OSError, ValueError, EOFError, TypeError):
             return marshal.loads(path.read_bytes())
         value = decode(resource)
         with contextlib.suppress(OSError, ValueError):
             path.parent.mkdir(parents=True, exist_ok=True)
-            for stale in path.parent.glob(f"{compressed.replace('/', '.')}-*.marshal"):
+            for stale in path.parent.glob(f"{name}-*.marshal"):
                 stale.unlink(missing_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(handle, "wb") as out:

@@ -311,45 +311,6 @@ DATACLASSES_AT_IMPORT = 22
 most of it compiling the methods ``dataclasses`` generates): the journal's, the ports' snapshot request,
 the definition's, the stage deps and results, tracing's headers. Not the claim types nor the backlog's."""
 
-NEVER_COMPARED = [
-    "intentbus.adapters.dynamodb_guard.ClaimActions",
-    "intentbus.adapters.idempotency._LeaseContext",
-    "intentbus.budgets.BudgetBreach",
-    "intentbus.definition.CommandSpec",
-    "intentbus.definition.DecisionContext",
-    "intentbus.definition.ModelAgent",
-    "intentbus.definition.RetryPolicy",
-    "intentbus.definition.ScriptedAgent",
-    "intentbus.definition.Step",
-    "intentbus.definition.Tool",
-    "intentbus.definition.ToolContext",
-    "intentbus.definition.Workflow",
-    "intentbus.execution_claim.ClaimRequest",
-    "intentbus.journal.Commit",
-    "intentbus.journal.CommitResult",
-    "intentbus.producers.ProducerBindings",
-    "intentbus.retries.Delivery",
-    "intentbus.stages.authorize.AuthorizeStage",
-    "intentbus.stages.authorize._Turn",
-    "intentbus.stages.common.Fact",
-    "intentbus.stages.common.StageDeps",
-    "intentbus.stages.common.StageResult",
-    "intentbus.stages.decide.DecideStage",
-    "intentbus.stages.decide._Checked",
-    "intentbus.stages.decide._Turn",
-    "intentbus.stages.execute.ExecuteStage",
-    "intentbus.stages.execute._Attempt",
-    "intentbus.stages.execute._Read",
-    "intentbus.stages.record.RecordStage",
-    "intentbus.stages.validate.BusSender",
-    "intentbus.stages.validate.ValidateStage",
-]
-"""Dataclasses of the stages' cold path that nothing compares or hashes by value: the stage cores, their
-deps and per-record working types, the workflow definition's parts (a workflow, its steps, commands,
-tools and agents: each made once, found by name) and the producer bindings. Made with ``eq=False``, so
-their ``__eq__`` (and, frozen, ``__hash__``) are not generated: a third of a frozen dataclass's creation,
-~0.4 M instructions of a mutable one's. Each is still hashable, by identity."""
-
 NEVER_PRINTED = [
     "intentbus.adapters.dynamodb_guard.ClaimActions",
     "intentbus.adapters.idempotency._LeaseContext",
@@ -367,7 +328,36 @@ NEVER_PRINTED = [
     "intentbus.stages.validate.ValidateStage",
 ]
 """The stage cores, their deps and their private per-record types: no log line, error or output shows
-them, so they are made with ``repr=False`` too (~0.4 M instructions each of a cold start)."""
+them, so they are made with ``repr=False`` (~0.4 M instructions each of a cold start), and with ``eq=False``
+as well: ``NEVER_COMPARED`` holds them."""
+
+NEVER_COMPARED = sorted(
+    [
+        "intentbus.budgets.BudgetBreach",
+        "intentbus.definition.CommandSpec",
+        "intentbus.definition.DecisionContext",
+        "intentbus.definition.ModelAgent",
+        "intentbus.definition.RetryPolicy",
+        "intentbus.definition.ScriptedAgent",
+        "intentbus.definition.Step",
+        "intentbus.definition.Tool",
+        "intentbus.definition.ToolContext",
+        "intentbus.definition.Workflow",
+        "intentbus.execution_claim.ClaimRequest",
+        "intentbus.journal.Commit",
+        "intentbus.journal.CommitResult",
+        "intentbus.producers.ProducerBindings",
+        "intentbus.retries.Delivery",
+        "intentbus.stages.common.Fact",
+        "intentbus.stages.common.StageResult",
+        *NEVER_PRINTED,
+    ]
+)
+"""Dataclasses of the stages' cold path that nothing compares or hashes by value: the stage cores, their
+deps and per-record working types, the workflow definition's parts (a workflow, its steps, commands,
+tools and agents: each made once, found by name) and the producer bindings. Made with ``eq=False``, so
+their ``__eq__`` (and, frozen, ``__hash__``) are not generated: a third of a frozen dataclass's creation,
+~0.4 M instructions of a mutable one's. Each is still hashable, by identity."""
 
 
 def test_the_entries_create_only_the_dataclasses_they_use() -> None:
