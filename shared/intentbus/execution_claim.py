@@ -3,10 +3,11 @@ only by execute and its adapters (``intentbus.ports.ExecutionGuard``), so the ot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from intentbus.frozen import Frozen
 
 
 class ClaimStatus(StrEnum):
@@ -21,23 +22,70 @@ class ClaimStatus(StrEnum):
     removed or replaced it): the command is not run."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """The guard's answer to claiming a command: its status, and on a refusal what stood in the way."""
+class Claim(Frozen):
+    """The guard's answer to claiming a command: its status, and on a refusal what stood in the way.
+
+    Immutable, compared and hashed by its fields, shown with them, as the frozen dataclass it was (written
+    by hand: ``intentbus.frozen``)."""
 
     status: ClaimStatus
-    holder: str | None = None
+    holder: str | None
     """On a conflict: the command holding the resource's current version."""
-    run_status: str | None = None
+    run_status: str | None
     """When the run ended: its status."""
-    run_definition: tuple[str, str] | None = None
+    run_definition: tuple[str, str] | None
     """When the run is retired: the workflow and definition version it was started under."""
 
+    def __init__(
+        self,
+        status: ClaimStatus,
+        holder: str | None = None,
+        run_status: str | None = None,
+        run_definition: tuple[str, str] | None = None,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "status", status)
+        set_field(self, "holder", holder)
+        set_field(self, "run_status", run_status)
+        set_field(self, "run_definition", run_definition)
 
-@dataclass(eq=False)  # never compared: no generated __eq__
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.status, self.holder, self.run_status, self.run_definition)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Claim)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(status={self.status!r}, holder={self.holder!r}, "
+            f"run_status={self.run_status!r}, run_definition={self.run_definition!r})"
+        )
+
+
+_REQUEST_FIELDS = (
+    "tenant_id",
+    "run_id",
+    "command_id",
+    "resource",
+    "seen_version",
+    "authorization",
+    "now",
+    "definition",
+    "made",
+)
+
+
 class ClaimRequest:
     """The arguments of ``ExecutionGuard.claim`` for one command. A runner on the guard's own store may
-    make the claim in the same write as its in-progress record; it then leaves the answer in ``made``."""
+    make the claim in the same write as its in-progress record; it then leaves the answer in ``made``.
+
+    Never compared (equal only to itself); shown with its fields."""
 
     tenant_id: str
     run_id: str
@@ -46,8 +94,34 @@ class ClaimRequest:
     seen_version: int | None
     authorization: str | None
     now: datetime
-    definition: tuple[str, str] | None = None
-    made: Claim | None = None
+    definition: tuple[str, str] | None
+    made: Claim | None
+
+    def __init__(  # noqa: PLR0917 - the signature of the dataclass it was
+        self,
+        tenant_id: str,
+        run_id: str,
+        command_id: str,
+        resource: str | None,
+        seen_version: int | None,
+        authorization: str | None,
+        now: datetime,
+        definition: tuple[str, str] | None = None,
+        made: Claim | None = None,
+    ) -> None:
+        self.tenant_id = tenant_id
+        self.run_id = run_id
+        self.command_id = command_id
+        self.resource = resource
+        self.seen_version = seen_version
+        self.authorization = authorization
+        self.now = now
+        self.definition = definition
+        self.made = made
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _REQUEST_FIELDS)
+        return f"{type(self).__qualname__}({fields})"
 
     def arguments(self) -> dict[str, Any]:
         return {name: value for name, value in vars(self).items() if name != "made"}

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from intentbus.adapters.dynamodb_store import (
     run_pk,
 )
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.frozen import Frozen
 from intentbus.state import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
@@ -56,13 +56,16 @@ _PROJECTION = {
 """What a check reads of the run's state and the authorization items."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class ClaimActions:
+class ClaimActions(Frozen):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
     """A claim as read and prepared: the guard's refusal if its read already refused, else the resource
     move (no action for a command without a resource) for one write, and how to read its cancellation."""
 
     actions: list[dict[str, Any]]
-    refused: Claim | None = None
+    refused: Claim | None
+
+    def __init__(self, actions: list[dict[str, Any]], refused: Claim | None = None) -> None:
+        object.__setattr__(self, "actions", actions)
+        object.__setattr__(self, "refused", refused)
 
     def refusal(self, reasons: list[dict[str, Any]]) -> Claim | None:
         """Why the resource move was refused, from the cancellation reasons of these actions (in order);

@@ -24,7 +24,6 @@ import os
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from aws_lambda_powertools.shared.json_encoder import Encoder
@@ -346,12 +345,12 @@ def _shift(values: dict[str, Any], name: str, seconds: float) -> None:
         values[name] = {"N": str(int(float(values[name]["N"]) + seconds))}
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
-class _LeaseContext:
+class _LeaseContext:  # a plain class: a dataclass's generated __init__ is compiled at every cold start
     """The Lambda context with the in-progress lease capped: the lease follows the remaining time."""
 
-    context: LambdaContext
-    lease_seconds: float | None
+    def __init__(self, context: LambdaContext, lease_seconds: float | None) -> None:
+        self.context = context
+        self.lease_seconds = lease_seconds
 
     def get_remaining_time_in_millis(self) -> int:
         remaining = self.context.get_remaining_time_in_millis()

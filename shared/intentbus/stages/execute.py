@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -40,6 +39,7 @@ from intentbus.definition import (
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.frozen import Frozen
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
@@ -69,8 +69,7 @@ from intentbus.tools import tool_error
 STAGE = "execute"
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
-class ExecuteStage(Stage):
+class ExecuteStage(Stage):  # never compared nor printed; a plain class (no dataclass to create)
     """Runs each authorized command's tool once, under the guard's claim, and publishes its outcome."""
 
     name: ClassVar[str] = STAGE
@@ -78,11 +77,25 @@ class ExecuteStage(Stage):
     runner: IdempotentRunner
     clients: ClientProvider
     guard: ExecutionGuard
-    store: WorkflowStore | None = None
+    store: WorkflowStore | None
     """Where a run is paused when a command runs out of attempts; without one the failure propagates."""
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float]
 
-    def __post_init__(self) -> None:
+    def __init__(  # noqa: PLR0917 - the signature of the dataclass it was
+        self,
+        deps: StageDeps,
+        runner: IdempotentRunner,
+        clients: ClientProvider,
+        guard: ExecutionGuard,
+        store: WorkflowStore | None = None,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self.deps = deps
+        self.runner = runner
+        self.clients = clients
+        self.guard = guard
+        self.store = store
+        self.jitter = jitter
         self._parsed: dict[str, _Read] = {}
         self._ahead: tuple[object, ChecksAhead | None] = (None, None)
         self._unlocked: tuple[object, RunsReadsUnlocked | None] = (None, None)
@@ -254,17 +267,31 @@ class ExecuteStage(Stage):
         return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class _Read:
+class _Read(Frozen):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
     """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
 
     fact: Fact[facts.CommandAuthorized]
     authorization: str
-    declared: tuple[CommandSpec, Workflow, BaseModel] | None = None
+    declared: tuple[CommandSpec, Workflow, BaseModel] | None
     """The command's spec, its workflow and its arguments; ``None`` if this deployment cannot run it."""
-    resource: str | None = None
-    not_declared: str | None = None
+    resource: str | None
+    not_declared: str | None
     """Why this deployment cannot run the command (``declared`` is ``None``)."""
+
+    def __init__(
+        self,
+        fact: Fact[facts.CommandAuthorized],
+        authorization: str,
+        declared: tuple[CommandSpec, Workflow, BaseModel] | None = None,
+        resource: str | None = None,
+        not_declared: str | None = None,
+    ) -> None:
+        set_field = object.__setattr__
+        set_field(self, "fact", fact)
+        set_field(self, "authorization", authorization)
+        set_field(self, "declared", declared)
+        set_field(self, "resource", resource)
+        set_field(self, "not_declared", not_declared)
 
     def claim(self, stage: ExecuteStage) -> ClaimRequest:
         """The guard's claim for the command (no resource, no definition if it is not declared), now."""
@@ -281,24 +308,41 @@ class _Read:
         )
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
-class _Attempt:
+class _Attempt:  # never compared nor printed; a plain class (no dataclass to create)
     """One execution of a command's tool; its answer is stored by the idempotent runner."""
 
-    stage: ExecuteStage
-    incoming: Envelope
-    command: Envelope
-    tool: Tool
-    arguments: BaseModel
-    resource: str | None
-    seen_version: int | None
-    workflow: Workflow
     claim_request: ClaimRequest
     """The runner may have made it with its in-progress record."""
-    made: dict[str, Any] | None = None
+    made: dict[str, Any] | None
     """The last output this attempt made: what the runner returns if it stored it (or ran it locked)."""
-    made_fact: Envelope | None = None
+    made_fact: Envelope | None
     """``made`` as the envelope it was dumped from."""
+
+    def __init__(  # noqa: PLR0917 - the signature of the dataclass it was
+        self,
+        stage: ExecuteStage,
+        incoming: Envelope,
+        command: Envelope,
+        tool: Tool,
+        arguments: BaseModel,
+        resource: str | None,
+        seen_version: int | None,
+        workflow: Workflow,
+        claim_request: ClaimRequest,
+        made: dict[str, Any] | None = None,
+        made_fact: Envelope | None = None,
+    ) -> None:
+        self.stage = stage
+        self.incoming = incoming
+        self.command = command
+        self.tool = tool
+        self.arguments = arguments
+        self.resource = resource
+        self.seen_version = seen_version
+        self.workflow = workflow
+        self.claim_request = claim_request
+        self.made = made
+        self.made_fact = made_fact
 
     def output_of(self, answer: dict[str, Any]) -> Envelope:
         """The runner's answer as an envelope: the one this attempt made, if the answer is it."""
