@@ -46,7 +46,7 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
 )
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
-from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
 from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
@@ -442,6 +442,7 @@ class PowertoolsIdempotentRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         self._watch.begin()
         if self._guarded is not None:
@@ -466,7 +467,7 @@ class PowertoolsIdempotentRunner:
             return result
 
         try:
-            stored = self._run(command=CommandData(command.to_json_dict()), work=attempt)
+            stored = self._run(command=_command_data(command, dumped), work=attempt)
         except _KeepInProgress as kept:
             raise kept.error from kept.error.__cause__
         except IdempotencyValidationError as error:
@@ -480,6 +481,7 @@ class PowertoolsIdempotentRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``work`` that changes nothing (``ports.RunsReadsUnlocked``), run without the in-progress record:
         two writes fewer than ``run`` (the in-progress put and the save), one conditional put instead.
@@ -510,8 +512,8 @@ class PowertoolsIdempotentRunner:
         """
         layer = self._unlocked
         if layer is None:
-            return self.run(command, work, after_lapse, claim)
-        data = CommandData(command.to_json_dict())
+            return self.run(command, work, after_lapse, claim, dumped)
+        data = _command_data(command, dumped)
         result = work()
         try:
             held = layer.put_completed(data, _packed(result))
@@ -522,7 +524,14 @@ class PowertoolsIdempotentRunner:
         if held.status == COMPLETED:
             stored: dict[str, Any] = json.loads(held.response_data)
             return _unpacked(stored)
-        return self.run(command, lambda: result, after_lapse, claim)
+        return self.run(command, lambda: result, after_lapse, claim, data)
+
+
+def _command_data(command: Envelope, dumped: dict[str, Any] | None) -> CommandData:
+    """The command as Powertools is given it: ``dumped`` (its ``to_json_dict``) when the caller has it."""
+    if isinstance(dumped, CommandData):
+        return dumped
+    return CommandData(command.to_json_dict() if dumped is None else dumped)
 
 
 class _KeepInProgress(BaseException):
@@ -547,11 +556,21 @@ def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[s
 def _packed(result: dict[str, Any]) -> dict[str, Any]:
     """The result's JSON, compressed, base85. pydantic-core writes the text ``json.dumps`` wrote in half its
     CPU, the same but for a float's exponent (``1e-7`` for ``1e-07``): it reads back the same."""
+    return {PACKED: b85_text(compressed(_plain_json(result)))}
+
+
+def _plain_json(result: dict[str, Any]) -> bytes:
+    """The result as compact ASCII JSON. An output an attempt made (``MadeOutput``) is its envelope's JSON
+    text when that is ASCII: pydantic-core writes an envelope and its ``to_json_dict`` alike, byte for byte,
+    and the text is the one the fact is published with, so it is written once for both."""
+    if isinstance(result, MadeOutput):
+        text = result.envelope.json_text
+        if text.isascii():
+            return text.encode()
     try:
-        plain = to_json(result, ensure_ascii=True)
+        return to_json(result, ensure_ascii=True)
     except PydanticSerializationError:  # a lone surrogate: escaped, as json.dumps escapes it
-        plain = json.dumps(result, separators=(",", ":")).encode()
-    return {PACKED: b85_text(compressed(plain))}
+        return json.dumps(result, separators=(",", ":")).encode()
 
 
 def _unpacked(stored: dict[str, Any]) -> dict[str, Any]:
