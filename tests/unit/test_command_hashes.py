@@ -7,7 +7,10 @@ a deploy would run every command in flight again (a new key) or refuse it (anoth
 from __future__ import annotations
 
 import copy
+from datetime import date
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import pytest
 import redis
@@ -117,3 +120,19 @@ def test_powertools_does_not_copy_a_commands_data() -> None:
     data = CommandData(command_envelope("k1").to_json_dict())
     assert copy.deepcopy(data) is data
     assert copy.deepcopy({"command": data})["command"] is data
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "café ✓",
+        ["acme", "k1"],
+        {"b": [1, 2.5, -0.0, 1e-7, 10**20, None, True], "a": {"z": "", "y": "\u2028"}},
+        {"amount": Decimal("12.30"), "when": date(2026, 12, 6), "id": UUID(int=7)},
+    ],
+)
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_a_value_is_hashed_as_powertools_hashes_it(layer: CommandHashes, value: Any) -> None:
+    """The encoder made once writes the text ``json.dumps`` writes for Powertools, so the same hash."""
+    assert layer._generate_hash(value) == BasePersistenceLayer._generate_hash(POWERTOOLS, value)

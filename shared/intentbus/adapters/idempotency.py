@@ -171,6 +171,13 @@ class CommandHashes(BasePersistenceLayer):
         hashes = self._command_hashes(data)
         return super()._get_hashed_payload(data) if hashes is None else hashes[3]
 
+    def _generate_hash(self, data: Any) -> str:
+        """Powertools' own hash of ``data``: the same JSON text, from an encoder made once per layer."""
+        encode: Callable[[Any], str] | None = self.__dict__.get("_key_json")
+        if encode is None:
+            encode = self.__dict__["_key_json"] = _key_json_encoder()
+        return str(self.hash_function(encode(data).encode()).hexdigest())
+
     def _command_hashes(
         self, data: dict[str, Any]
     ) -> tuple[BasePersistenceLayer, str, str | None, str] | None:
@@ -188,6 +195,23 @@ class CommandHashes(BasePersistenceLayer):
             )
             data.hashes = (self, self.function_name, key, self._generate_hash(data.get(PAYLOAD_PATH)))
         return data.hashes
+
+
+def _key_json_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, cls=_IdempotencyKeyEncoder, sort_keys=True)``, the text Powertools hashes, its C
+    encoder made once: ``json.dumps`` with ``cls`` makes an encoder per call, which costs more than
+    encoding a command's payload. Without the circular-reference check (no command's JSON holds itself)."""
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    from aws_lambda_powertools.utilities.idempotency.persistence import base
+
+    encoder = base._IdempotencyKeyEncoder(sort_keys=True)
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return encoder.encode
+    encode = c_make_encoder(
+        None, encoder.default, encode_basestring_ascii, None, ": ", ", ", True, False, True
+    )
+    return lambda value: "".join(encode(value, 0))
 
 
 class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
