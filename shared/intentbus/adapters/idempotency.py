@@ -239,8 +239,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
         if prepared.refused is not None:
             request.made = prepared.refused
             return super()._put_record(data_record)
-        now = time.time() + _clock_offset()
-        put = self._put_unless_held(data_record, now)
+        offset = _clock_offset()
+        now = time.time() + offset
+        put = self._put_unless_held(data_record, now, offset)
         try:
             if prepared.actions:
                 actions: list[Any] = [{"Put": put}, *prepared.actions]
@@ -271,8 +272,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
     def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
         """As ``StoresCompleted.put_completed``: one conditional PutItem, whose failure returns the item."""
         record = completed_record(self, data, result)
+        offset = _clock_offset()
         try:
-            self._unwatched.put_item(**self._put_unless_held(record, time.time() + _clock_offset()))
+            self._unwatched.put_item(**self._put_unless_held(record, time.time() + offset, offset))
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
@@ -291,9 +293,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
             return held
         return None
 
-    def _put_unless_held(self, record: DataRecord, now: float) -> dict[str, Any]:
-        """The record's PutItem, taking a key that is new or whose result expired (see the class)."""
-        offset = _clock_offset()
+    def _put_unless_held(self, record: DataRecord, now: float, offset: float) -> dict[str, Any]:
+        """The record's PutItem, taking a key that is new or whose result expired (see the class);
+        ``now`` and the record's expiries on the clock ``offset`` moves (``_clock_offset``)."""
         item: dict[str, Any] = {
             **self._get_key(record.idempotency_key),
             self.expiry_attr: {"N": str(int((record.expiry_timestamp or 0) + offset))},
