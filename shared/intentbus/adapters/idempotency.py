@@ -175,7 +175,7 @@ class CommandHashes(BasePersistenceLayer):
         """Powertools' own hash of ``data``: the same JSON text, from an encoder made once per layer."""
         encode: Callable[[Any], str] | None = self.__dict__.get("_key_json")
         if encode is None:
-            encode = self.__dict__["_key_json"] = _key_json_encoder()
+            encode = self.__dict__["_key_json"] = _sorted_json_encoder(_key_encoder_class())
         return str(self.hash_function(encode(data).encode()).hexdigest())
 
     def _command_hashes(
@@ -197,15 +197,20 @@ class CommandHashes(BasePersistenceLayer):
         return data.hashes
 
 
-def _key_json_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, cls=_IdempotencyKeyEncoder, sort_keys=True)``, the text Powertools hashes, its C
-    encoder made once: ``json.dumps`` with ``cls`` makes an encoder per call, which costs more than
-    encoding a command's payload. Without the circular-reference check (no command's JSON holds itself)."""
-    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-
+def _key_encoder_class() -> type[json.JSONEncoder]:
     from aws_lambda_powertools.utilities.idempotency.persistence import base
 
-    encoder = base._IdempotencyKeyEncoder(sort_keys=True)
+    return base._IdempotencyKeyEncoder
+
+
+def _sorted_json_encoder(encoder_class: type[json.JSONEncoder]) -> Callable[[Any], str]:
+    """``json.dumps(value, cls=encoder_class, sort_keys=True)``, as Powertools writes what it hashes (its key
+    encoder) and what it stores (``Encoder``), its C encoder made once: ``json.dumps`` with ``cls`` makes an
+    encoder per call, which costs more than encoding a command's payload or a packed result. Without the
+    circular-reference check (no command's JSON holds itself)."""
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    encoder = encoder_class(sort_keys=True)
     if c_make_encoder is None:  # an interpreter without the C accelerator
         return encoder.encode
     encode = c_make_encoder(
@@ -349,9 +354,18 @@ def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: 
         idempotency_key=key,
         status=COMPLETED,
         expiry_timestamp=layer._get_expiry_timestamp(),
-        response_data=json.dumps(result, cls=Encoder, sort_keys=True),
+        response_data=_response_json(layer, result),
         payload_hash=layer._get_hashed_payload(data),
     )
+
+
+def _response_json(layer: BasePersistenceLayer, result: dict[str, Any]) -> str:
+    """``json.dumps(result, cls=Encoder, sort_keys=True)``, as Powertools' save writes a result, by an
+    encoder made once per layer."""
+    encode: Callable[[Any], str] | None = layer.__dict__.get("_response_json")
+    if encode is None:
+        encode = layer.__dict__["_response_json"] = _sorted_json_encoder(Encoder)
+    return encode(result)
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
