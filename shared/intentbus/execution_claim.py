@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from intentbus.envelope import Envelope
 
 from intentbus.frozen import Frozen
 
@@ -143,3 +146,15 @@ class ClaimRequest:
             self.authorization,
             self.definition,
         )
+
+
+class MadeOutput(dict[str, Any]):
+    """The output fact an attempt made, as ``Envelope.to_json_dict`` dumps it, with the envelope it was
+    dumped from. A runner that stores it takes its JSON from ``envelope.json_text``, made once and sent as
+    the fact's PutEvents detail after, rather than serializing the dict again."""
+
+    __slots__ = ("envelope",)
+
+    def __init__(self, envelope: Envelope) -> None:
+        super().__init__(envelope.to_json_dict())
+        self.envelope = envelope

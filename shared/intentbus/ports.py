@@ -181,6 +181,7 @@ class IdempotentRunner(Protocol):
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Run ``work`` at most once per tenant and idempotency key; a repeat returns the stored result,
         and a command with the same key but another payload raises ``KeyHeldByAnotherCommand``.
@@ -191,6 +192,8 @@ class IdempotentRunner(Protocol):
 
         ``claim``: the guard's claim for ``work``, which a runner on the guard's store may make in the
         same write as its in-progress record (``ClaimRequest.made``); others ignore it.
+
+        ``dumped``: ``command.to_json_dict()``, when the caller has it (never changed after).
         """
         ...
 
@@ -205,6 +208,7 @@ class RunsReadsUnlocked(Protocol):
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """As ``run``, for work that only reads (a ``ToolEffect.READ_ONLY`` tool whose claim moves no
         resource): ``work`` runs with no in-progress record (it makes its own claim, first), then one

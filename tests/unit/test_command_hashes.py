@@ -7,10 +7,15 @@ a deploy would run every command in flight again (a new key) or refuse it (anoth
 from __future__ import annotations
 
 import copy
+import json
+from datetime import date
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 import pytest
 import redis
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyKeyError
 from botocore.session import get_session
 from hypothesis import given
@@ -24,6 +29,8 @@ from intentbus.adapters.idempotency import (
     GuardedPersistenceLayer,
     LapseWatchingClient,
     PowertoolsIdempotentRunner,
+    _packed,
+    completed_record,
 )
 from intentbus.adapters.powertools_idempotency import BasePersistenceLayer, DynamoDBPersistenceLayer
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer
@@ -117,3 +124,29 @@ def test_powertools_does_not_copy_a_commands_data() -> None:
     data = CommandData(command_envelope("k1").to_json_dict())
     assert copy.deepcopy(data) is data
     assert copy.deepcopy({"command": data})["command"] is data
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "café ✓",
+        ["acme", "k1"],
+        {"b": [1, 2.5, -0.0, 1e-7, 10**20, None, True], "a": {"z": "", "y": "\u2028"}},
+        {"amount": Decimal("12.30"), "when": date(2026, 12, 6), "id": UUID(int=7)},
+    ],
+)
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_a_value_is_hashed_as_powertools_hashes_it(layer: CommandHashes, value: Any) -> None:
+    """The encoder made once writes the text ``json.dumps`` writes for Powertools, so the same hash."""
+    assert layer._generate_hash(value) == BasePersistenceLayer._generate_hash(POWERTOOLS, value)
+
+
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_a_result_stored_without_a_lock_is_the_text_powertools_saves(layer: CommandHashes) -> None:
+    """A read-only command's completed record holds its result as Powertools' save writes it."""
+    data = CommandData(command_envelope("k1").to_json_dict())
+    for result in (_packed(command_envelope("k2").to_json_dict()), {"b": [1, 2.5, None], "a": "café ✓"}):
+        record = completed_record(layer, data, result)
+        assert record.response_data == json.dumps(result, cls=Encoder, sort_keys=True)
+        assert record.payload_hash == POWERTOOLS._get_hashed_payload(dict(data))

@@ -104,7 +104,7 @@ def test_a_claim_request_is_made_shown_and_compared_as_before() -> None:
 
 
 def _read() -> _Read:
-    return _Read(fact=object(), authorization="digest")  # type: ignore[arg-type]
+    return _Read(fact=object(), authorization="digest", dumped={})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -136,14 +136,15 @@ def test_claim_actions_and_reads_take_their_defaults() -> None:
     assert vars(ClaimActions([])) == {"actions": [], "refused": None}
     assert vars(ClaimActions([{"Update": {}}], refused)) == {"actions": [{"Update": {}}], "refused": refused}
     fact = object()
-    assert vars(_Read(fact, "digest")) == {  # type: ignore[arg-type]
+    assert vars(_Read(fact, "digest", {"id": "c"})) == {  # type: ignore[arg-type]
         "fact": fact,
         "authorization": "digest",
+        "dumped": {"id": "c"},
         "declared": None,
         "resource": None,
         "not_declared": None,
     }
-    read = _Read(object(), "digest", None, "ecs:shop/api", "why")  # type: ignore[arg-type]
+    read = _Read(object(), "digest", {}, None, "ecs:shop/api", "why")  # type: ignore[arg-type]
     assert (read.authorization, read.declared, read.resource, read.not_declared) == (
         "digest",
         None,
@@ -163,7 +164,7 @@ def test_the_stage_and_its_attempt_take_their_fields_as_before() -> None:
     ]
     assert inspect.signature(ExecuteStage).parameters["store"].default is None
     assert inspect.signature(ExecuteStage).parameters["jitter"].default is random.random
-    parts: list[Any] = [object() for _ in range(11)]
+    parts: list[Any] = [object() for _ in range(12)]
     stage = ExecuteStage(*parts[:4])
     assert [stage.deps, stage.runner, stage.clients, stage.guard] == parts[:4]
     assert stage.store is None
@@ -171,7 +172,7 @@ def test_the_stage_and_its_attempt_take_their_fields_as_before() -> None:
     assert stage == stage  # noqa: PLR0124 - identity is its equality
     assert stage != ExecuteStage(*parts[:4])
 
-    attempt = _Attempt(*parts[:9])
+    attempt = _Attempt(*parts[:10])
     assert vars(attempt) == {
         "stage": parts[0],
         "incoming": parts[1],
@@ -182,11 +183,12 @@ def test_the_stage_and_its_attempt_take_their_fields_as_before() -> None:
         "seen_version": parts[6],
         "workflow": parts[7],
         "claim_request": parts[8],
+        "dumped": parts[9],
         "made": None,
         "made_fact": None,
     }
     made = _Attempt(*parts)
-    assert (made.made, made.made_fact) == (parts[9], parts[10])
+    assert (made.made, made.made_fact) == (parts[10], parts[11])
     assert not dataclasses.is_dataclass(attempt)
 
 

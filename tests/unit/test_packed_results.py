@@ -9,17 +9,26 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from intentbus.adapters.compression import compressed
 from intentbus.adapters.idempotency import PACKED, _packed, _unpacked
+from intentbus.envelope import Envelope
+from intentbus.execution_claim import MadeOutput
 from tests.command_envelopes import command_envelope
+from tests.fuzz.support import json_values
+
+
+def _envelopes() -> list[Envelope]:
+    plain = command_envelope("k1")
+    wide = command_envelope("k2", payload={"note": "café ✓ 日本", "ratio": 0.1, "big": 10**20})
+    lone = command_envelope("k3", payload={"text": "\ud800 alone"})
+    return [plain, wide, lone]
 
 
 def _results() -> list[dict[str, Any]]:
-    plain = command_envelope("k1").to_json_dict()
-    wide = command_envelope("k2", payload={"note": "café ✓ 日本", "ratio": 0.1, "big": 10**20}).to_json_dict()
-    lone = command_envelope("k3", payload={"text": "\ud800 alone"}).to_json_dict()
-    return [plain, wide, lone]
+    return [envelope.to_json_dict() for envelope in _envelopes()]
 
 
 def _read_as_before(stored: dict[str, Any]) -> Any:
@@ -50,3 +59,24 @@ def test_a_result_packed_before_reads_back_here(result: dict[str, Any]) -> None:
 def test_a_packed_result_is_stored_as_before(result: dict[str, Any]) -> None:
     """The same JSON text, so the same bytes: the same write units."""
     assert _packed(result) == _packed_as_before(result)
+
+
+@pytest.mark.parametrize("envelope", _envelopes())
+def test_an_output_an_attempt_made_is_stored_as_before(envelope: Envelope) -> None:
+    """Packed from its envelope's JSON text (ASCII), else from the dict: the bytes stored before."""
+    made = MadeOutput(envelope)
+
+    assert made == envelope.to_json_dict()
+    assert _packed(made) == _packed_as_before(envelope.to_json_dict())
+
+
+@given(
+    payload=st.dictionaries(st.text(max_size=8), json_values, max_size=4)
+    | st.just({"small": 1e-7, "huge": 1e300, "zero": -0.0, "controls": 'a\x00\x1f\n\t"\\/<>&'})
+)
+def test_an_output_made_here_is_packed_as_its_dict_is(payload: dict[str, Any]) -> None:
+    """Any payload: an envelope's JSON text is its ``to_json_dict`` as pydantic-core writes that, when
+    ASCII (floats, escapes and all); any other is packed from the dict, as every result was."""
+    envelope = command_envelope("k", payload=payload)
+
+    assert _packed(MadeOutput(envelope)) == _packed(envelope.to_json_dict())

@@ -230,7 +230,7 @@ def _run_refused(item: dict[str, Any], definition: tuple[str, str] | None) -> Cl
     status = item.get("status", {}).get("S")
     if status is None:
         return Claim(ClaimStatus.NOT_AUTHORIZED)
-    if status in {ended.value for ended in TERMINAL}:
+    if status in TERMINAL:  # StrEnum members: a status text is found by its value
         return Claim(ClaimStatus.RUN_ENDED, run_status=status)
     if definition is None:
         return None

@@ -45,7 +45,7 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
 )
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
-from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
 from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
@@ -170,6 +170,13 @@ class CommandHashes(BasePersistenceLayer):
         hashes = self._command_hashes(data)
         return super()._get_hashed_payload(data) if hashes is None else hashes[3]
 
+    def _generate_hash(self, data: Any) -> str:
+        """Powertools' own hash of ``data``: the same JSON text, from an encoder made once per layer."""
+        encode: Callable[[Any], str] | None = self.__dict__.get("_key_json")
+        if encode is None:
+            encode = self.__dict__["_key_json"] = _sorted_json_encoder(_key_encoder_class())
+        return str(self.hash_function(encode(data).encode()).hexdigest())
+
     def _command_hashes(
         self, data: dict[str, Any]
     ) -> tuple[BasePersistenceLayer, str, str | None, str] | None:
@@ -187,6 +194,28 @@ class CommandHashes(BasePersistenceLayer):
             )
             data.hashes = (self, self.function_name, key, self._generate_hash(data.get(PAYLOAD_PATH)))
         return data.hashes
+
+
+def _key_encoder_class() -> type[json.JSONEncoder]:
+    from aws_lambda_powertools.utilities.idempotency.persistence import base
+
+    return base._IdempotencyKeyEncoder
+
+
+def _sorted_json_encoder(encoder_class: type[json.JSONEncoder]) -> Callable[[Any], str]:
+    """``json.dumps(value, cls=encoder_class, sort_keys=True)``, as Powertools writes what it hashes (its key
+    encoder) and what it stores (``Encoder``), its C encoder made once: ``json.dumps`` with ``cls`` makes an
+    encoder per call, which costs more than encoding a command's payload or a packed result. Without the
+    circular-reference check (no command's JSON holds itself)."""
+    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+
+    encoder = encoder_class(sort_keys=True)
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return encoder.encode
+    encode = c_make_encoder(
+        None, encoder.default, encode_basestring_ascii, None, ": ", ", ", True, False, True
+    )
+    return lambda value: "".join(encode(value, 0))
 
 
 class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
@@ -214,8 +243,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
         if prepared.refused is not None:
             request.made = prepared.refused
             return super()._put_record(data_record)
-        now = time.time() + _clock_offset()
-        put = self._put_unless_held(data_record, now)
+        offset = _clock_offset()
+        now = time.time() + offset
+        put = self._put_unless_held(data_record, now, offset)
         try:
             if prepared.actions:
                 actions: list[Any] = [{"Put": put}, *prepared.actions]
@@ -246,8 +276,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
     def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
         """As ``StoresCompleted.put_completed``: one conditional PutItem, whose failure returns the item."""
         record = completed_record(self, data, result)
+        offset = _clock_offset()
         try:
-            self._unwatched.put_item(**self._put_unless_held(record, time.time() + _clock_offset()))
+            self._unwatched.put_item(**self._put_unless_held(record, time.time() + offset, offset))
         except ClientError as error:
             if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
@@ -266,9 +297,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
             return held
         return None
 
-    def _put_unless_held(self, record: DataRecord, now: float) -> dict[str, Any]:
-        """The record's PutItem, taking a key that is new or whose result expired (see the class)."""
-        offset = _clock_offset()
+    def _put_unless_held(self, record: DataRecord, now: float, offset: float) -> dict[str, Any]:
+        """The record's PutItem, taking a key that is new or whose result expired (see the class);
+        ``now`` and the record's expiries on the clock ``offset`` moves (``_clock_offset``)."""
         item: dict[str, Any] = {
             **self._get_key(record.idempotency_key),
             self.expiry_attr: {"N": str(int((record.expiry_timestamp or 0) + offset))},
@@ -322,9 +353,18 @@ def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: 
         idempotency_key=key,
         status=COMPLETED,
         expiry_timestamp=layer._get_expiry_timestamp(),
-        response_data=json.dumps(result, cls=Encoder, sort_keys=True),
+        response_data=_response_json(layer, result),
         payload_hash=layer._get_hashed_payload(data),
     )
+
+
+def _response_json(layer: BasePersistenceLayer, result: dict[str, Any]) -> str:
+    """``json.dumps(result, cls=Encoder, sort_keys=True)``, as Powertools' save writes a result, by an
+    encoder made once per layer."""
+    encode: Callable[[Any], str] | None = layer.__dict__.get("_response_json")
+    if encode is None:
+        encode = layer.__dict__["_response_json"] = _sorted_json_encoder(Encoder)
+    return encode(result)
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
@@ -441,6 +481,7 @@ class PowertoolsIdempotentRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         self._watch.begin()
         if self._guarded is not None:
@@ -465,7 +506,7 @@ class PowertoolsIdempotentRunner:
             return result
 
         try:
-            stored = self._run(command=CommandData(command.to_json_dict()), work=attempt)
+            stored = self._run(command=_command_data(command, dumped), work=attempt)
         except _KeepInProgress as kept:
             raise kept.error from kept.error.__cause__
         except IdempotencyValidationError as error:
@@ -479,6 +520,7 @@ class PowertoolsIdempotentRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``work`` that changes nothing (``ports.RunsReadsUnlocked``), run without the in-progress record:
         two writes fewer than ``run`` (the in-progress put and the save), one conditional put instead.
@@ -509,8 +551,8 @@ class PowertoolsIdempotentRunner:
         """
         layer = self._unlocked
         if layer is None:
-            return self.run(command, work, after_lapse, claim)
-        data = CommandData(command.to_json_dict())
+            return self.run(command, work, after_lapse, claim, dumped)
+        data = _command_data(command, dumped)
         result = work()
         try:
             held = layer.put_completed(data, _packed(result))
@@ -521,7 +563,14 @@ class PowertoolsIdempotentRunner:
         if held.status == COMPLETED:
             stored: dict[str, Any] = json.loads(held.response_data)
             return _unpacked(stored)
-        return self.run(command, lambda: result, after_lapse, claim)
+        return self.run(command, lambda: result, after_lapse, claim, data)
+
+
+def _command_data(command: Envelope, dumped: dict[str, Any] | None) -> CommandData:
+    """The command as Powertools is given it: ``dumped`` (its ``to_json_dict``) when the caller has it."""
+    if isinstance(dumped, CommandData):
+        return dumped
+    return CommandData(command.to_json_dict() if dumped is None else dumped)
 
 
 class _KeepInProgress(BaseException):
@@ -546,11 +595,21 @@ def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[s
 def _packed(result: dict[str, Any]) -> dict[str, Any]:
     """The result's JSON, compressed, base85. pydantic-core writes the text ``json.dumps`` wrote in half its
     CPU, the same but for a float's exponent (``1e-7`` for ``1e-07``): it reads back the same."""
+    return {PACKED: b85_text(compressed(_plain_json(result)))}
+
+
+def _plain_json(result: dict[str, Any]) -> bytes:
+    """The result as compact ASCII JSON. An output an attempt made (``MadeOutput``) is its envelope's JSON
+    text when that is ASCII: pydantic-core writes an envelope and its ``to_json_dict`` alike, byte for byte,
+    and the text is the one the fact is published with, so it is written once for both."""
+    if isinstance(result, MadeOutput):
+        text = result.envelope.json_text
+        if text.isascii():
+            return text.encode()
     try:
-        plain = to_json(result, ensure_ascii=True)
+        return to_json(result, ensure_ascii=True)
     except PydanticSerializationError:  # a lone surrogate: escaped, as json.dumps escapes it
-        plain = json.dumps(result, separators=(",", ":")).encode()
-    return {PACKED: b85_text(compressed(plain))}
+        return json.dumps(result, separators=(",", ":")).encode()
 
 
 def _unpacked(stored: dict[str, Any]) -> dict[str, Any]:

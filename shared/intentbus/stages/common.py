@@ -223,9 +223,15 @@ def _content_digest(content: dict[str, Any]) -> str:
     return digest({name: value for name, value in content.items() if name not in TRACE_CONTEXT})
 
 
-def authorization_digest(fact_id: str, command: Envelope, resource_version: int | None) -> str:
-    """What execute's guard compares: the CommandAuthorized's id, its command and its resource version."""
-    return _authorization_digest(fact_id, command.to_json_dict(), resource_version)
+def authorization_digest(
+    fact_id: str, command: Envelope, resource_version: int | None, *, dumped: dict[str, Any] | None = None
+) -> str:
+    """What execute's guard compares: the CommandAuthorized's id, its command and its resource version.
+
+    ``dumped``: ``command.to_json_dict()``, when the caller has it."""
+    return _authorization_digest(
+        fact_id, command.to_json_dict() if dumped is None else dumped, resource_version
+    )
 
 
 def _authorization_digest(fact_id: str, command: dict[str, Any], resource_version: int | None) -> str:

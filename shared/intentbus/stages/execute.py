@@ -38,7 +38,7 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
-from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
+from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
 from intentbus.frozen import Frozen
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
@@ -172,14 +172,15 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
             fact.payload.resource_version,
             workflow,
             claim,
+            read.dumped,
         )
         after_lapse = attempt.after_lapse if spec.tool.repeat_safety is RepeatSafety.RECONCILE else None
         unlocked = self._unlocked_runner()
         try:
             if spec.tool.effect is ToolEffect.READ_ONLY and read.resource is None and unlocked is not None:
-                answer = unlocked.run_read_only(command, attempt.run, after_lapse, claim)
+                answer = unlocked.run_read_only(command, attempt.run, after_lapse, claim, read.dumped)
             else:
-                answer = self.runner.run(command, attempt.run, after_lapse, claim)
+                answer = self.runner.run(command, attempt.run, after_lapse, claim, read.dumped)
             output = attempt.output_of(answer)
         except (ToolError, ClientError, BotoCoreError, OSError) as error:
             if not _retryable(error):
@@ -205,20 +206,23 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
             )
         if command.idempotency_key is None:
             raise MalformedInput(f"{command.type!r} has no idempotency key", field="command")
-        authorization = authorization_digest(fact.envelope.id, command, fact.payload.resource_version)
+        dumped = command.to_json_dict()  # for the digest and the runner's key and payload hash both
+        authorization = authorization_digest(
+            fact.envelope.id, command, fact.payload.resource_version, dumped=dumped
+        )
         spec = self.deps.catalog.command(command.type)
         workflow = self.deps.catalog.owner(command.type)
         if spec is None or workflow is None:
             why = f"no workflow in this deployment declares the command {command.type!r}"
-            return _Read(fact, authorization, not_declared=why)
+            return _Read(fact, authorization, dumped, not_declared=why)
         try:
             arguments = typed_payload(spec.model, command, "command")
         except MalformedInput as problem:
             definition = f"{workflow.name} v{workflow.version}"
             why = f"the command does not fit {command.type} of {definition}: {problem.reason}"
-            return _Read(fact, authorization, not_declared=why)
+            return _Read(fact, authorization, dumped, not_declared=why)
         resource = spec.resource(arguments) if spec.resource is not None else None
-        return _Read(fact, authorization, (spec, workflow, arguments), resource)
+        return _Read(fact, authorization, dumped, (spec, workflow, arguments), resource)
 
     def _retry(
         self, incoming: Envelope, spec: CommandSpec, error: Exception, delivery: Delivery
@@ -252,13 +256,17 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
             if claim.status is ClaimStatus.RUN_ENDED:
                 reason = f"the run had ended ({claim.run_status}) before {command.type} could run: not run"
             skipped = _follow(
-                self, incoming, facts.COMMAND_SKIPPED, facts.CommandSkipped(command=command, reason=reason)
+                self,
+                incoming,
+                facts.COMMAND_SKIPPED,
+                facts.CommandSkipped(command=command, reason=reason),
+                read.dumped,
             )
-            made.append((skipped.to_json_dict(), skipped))
+            made.append((MadeOutput(skipped), skipped))
             return made[-1][0]
 
         try:
-            answer = self.runner.run(command, skip)
+            answer = self.runner.run(command, skip, dumped=read.dumped)
             output = _output_of(answer, *(made[-1] if made else (None, None)))
         except KeyHeldByAnotherCommand:
             return self.reject(_key_held(command), body, message_id)
@@ -272,16 +280,19 @@ class _Read(Frozen):  # never compared nor printed (equal only to itself): ``int
 
     fact: Fact[facts.CommandAuthorized]
     authorization: str
+    dumped: dict[str, Any]
+    """The command's ``to_json_dict``: the authorization digest's, and the runner's (never changed)."""
     declared: tuple[CommandSpec, Workflow, BaseModel] | None
     """The command's spec, its workflow and its arguments; ``None`` if this deployment cannot run it."""
     resource: str | None
     not_declared: str | None
     """Why this deployment cannot run the command (``declared`` is ``None``)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - the signature of the dataclass it was
         self,
         fact: Fact[facts.CommandAuthorized],
         authorization: str,
+        dumped: dict[str, Any],
         declared: tuple[CommandSpec, Workflow, BaseModel] | None = None,
         resource: str | None = None,
         not_declared: str | None = None,
@@ -289,6 +300,7 @@ class _Read(Frozen):  # never compared nor printed (equal only to itself): ``int
         set_field = object.__setattr__
         set_field(self, "fact", fact)
         set_field(self, "authorization", authorization)
+        set_field(self, "dumped", dumped)
         set_field(self, "declared", declared)
         set_field(self, "resource", resource)
         set_field(self, "not_declared", not_declared)
@@ -313,6 +325,8 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
 
     claim_request: ClaimRequest
     """The runner may have made it with its in-progress record."""
+    dumped: dict[str, Any]
+    """``command.to_json_dict()``, as read (``_Read.dumped``)."""
     made: dict[str, Any] | None
     """The last output this attempt made: what the runner returns if it stored it (or ran it locked)."""
     made_fact: Envelope | None
@@ -329,6 +343,7 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
         seen_version: int | None,
         workflow: Workflow,
         claim_request: ClaimRequest,
+        dumped: dict[str, Any],
         made: dict[str, Any] | None = None,
         made_fact: Envelope | None = None,
     ) -> None:
@@ -341,6 +356,7 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
         self.seen_version = seen_version
         self.workflow = workflow
         self.claim_request = claim_request
+        self.dumped = dumped
         self.made = made
         self.made_fact = made_fact
 
@@ -476,8 +492,8 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
             raise OutcomeInDoubt(f"reconciling {self.tool.name} failed: {error!r}") from error
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
-        self.made_fact = _follow(self.stage, self.incoming, fact_type, payload)
-        self.made = self.made_fact.to_json_dict()
+        self.made_fact = _follow(self.stage, self.incoming, fact_type, payload, self.dumped)
+        self.made = MadeOutput(self.made_fact)
         return self.made
 
 
@@ -500,15 +516,24 @@ def _guarded_claim(
     return claimed
 
 
-def _follow(stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Payload) -> Envelope:
+def _follow(
+    stage: ExecuteStage, incoming: Envelope, fact_type: str, payload: Payload, dumped: dict[str, Any]
+) -> Envelope:
+    """``dumped``: the payload's command as ``to_json_dict`` dumps it."""
     return incoming.follow(
         stage=STAGE,
         type=fact_type,
         kind=Kind.EVENT,
         time=stage.deps.clock.now(),
         source=facts.PIPELINE_SOURCE,
-        payload=payload.model_dump(mode="json"),
+        payload=payload_json(payload, dumped),
     )
+
+
+def payload_json(payload: Payload, dumped: dict[str, Any]) -> dict[str, Any]:
+    """``payload.model_dump(mode="json")`` with its command (the first field of every fact execute makes)
+    given as ``dumped``, its ``to_json_dict``, rather than dumped once more."""
+    return {"command": dumped, **payload.model_dump(mode="json", exclude={"command"})}
 
 
 def _output_of(answer: dict[str, Any], made: dict[str, Any] | None, fact: Envelope | None) -> Envelope:

@@ -238,6 +238,7 @@ class InMemoryRunner:
         work: Callable[[], dict[str, Any]],
         after_lapse: Callable[[], dict[str, Any]] | None = None,
         claim: ClaimRequest | None = None,
+        dumped: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         key = f"{command.tenant_id}#{command.idempotency_key}"
         held = self.payloads.setdefault(key, canonical_json(command.payload))
