@@ -365,24 +365,16 @@ their ``__eq__`` (and, frozen, ``__hash__``) are not generated: a third of a fro
 GENERATED_INIT = [
     "intentbus.adapters.dynamodb_guard.ClaimActions",
     "intentbus.adapters.idempotency._LeaseContext",
-    "intentbus.budgets.BudgetBreach",
     "intentbus.execution_claim.Claim",
     "intentbus.execution_claim.ClaimRequest",
-    "intentbus.stages.authorize.AuthorizeStage",
-    "intentbus.stages.authorize._Turn",
-    "intentbus.stages.decide.DecideStage",
-    "intentbus.stages.decide._Checked",
-    "intentbus.stages.decide._Turn",
     "intentbus.stages.execute.ExecuteStage",
     "intentbus.stages.execute._Attempt",
     "intentbus.stages.execute._Read",
-    "intentbus.stages.record.RecordStage",
-    "intentbus.stages.validate.BusSender",
-    "intentbus.stages.validate.ValidateStage",
 ]
-"""The stages' dataclasses whose methods ``@dataclass`` still generates as their class is made. Every other
-(the definition's, the journal's, the ports' snapshot request, the registry's type spec, tracing's headers,
-the stage deps and results) has its ``__init__`` written by hand (``intentbus.frozen``): generating it,
+"""The stages' dataclasses whose methods ``@dataclass`` still generates as their class is made (execute's).
+Every other (the definition's, the journal's, the ports' snapshot request, the registry's type spec,
+tracing's headers, the stage cores, deps, results and per-record types, the budget breach) has its
+``__init__`` written by hand (``intentbus.frozen``): generating it,
 and a frozen class's ``__setattr__``/``__delattr__``, cost 2-4 M instructions a class of every cold start."""
 
 
