@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, Protocol
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from intentbus import facts
+from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
