@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-
 from intentbus.adapters.dynamodb_store import LOG_PREFIX, STATE_SK, entry_from_item, is_entry_item, run_pk
+from intentbus.bus_event import EventBridgeModel
 from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
 from intentbus.facts import PIPELINE_SOURCE

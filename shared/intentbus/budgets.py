@@ -14,16 +14,24 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from intentbus.definition import Budget, Workflow
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.state import BudgetOverride, WorkflowState
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class BudgetBreach:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class BudgetBreach(Frozen):
     """The budget limit a run crossed, why, and what it had spent."""
 
     limit: str
     reason: str
     spend: dict[str, int | float]
+
+    def __init__(self, limit: str, reason: str, spend: dict[str, int | float]) -> None:
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "spend", spend)
+
+    __repr__ = fields_repr
 
 
 def for_tenant(workflow: Workflow, tenant_id: str) -> Budget:

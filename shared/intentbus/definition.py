@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from intentbus.backoff import SQS_MAX_VISIBILITY_SECONDS
 from intentbus.envelope import Kind
 from intentbus.errors import ConfigurationError, IntentbusError
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.policy import Policy
 from intentbus.registry import TypeSpec
 
@@ -55,8 +56,8 @@ class Decision(BaseModel):
     """The model that produced the decision; ``None`` for a scripted agent."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class DecisionContext:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class DecisionContext(Frozen):
     """What an agent is shown: the triggering event and the workflow's position, not the whole log."""
 
     workflow: str
@@ -70,6 +71,30 @@ class DecisionContext:
     """The command types the agent is offered for this decision (``Step.tools``), by name."""
     selection: Mapping[str, Any] | None = None
     """What the step's ``context`` selector chose for a model to see; ``None``: the default view."""
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        workflow: str,
+        tenant_id: str,
+        run_id: str,
+        step_index: int,
+        event_type: str,
+        event: BaseModel,
+        environment: str,
+        commands: "Mapping[str, CommandSpec] | None" = None,
+        selection: Mapping[str, Any] | None = None,
+    ) -> None:
+        object.__setattr__(self, "workflow", workflow)
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "step_index", step_index)
+        object.__setattr__(self, "event_type", event_type)
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "environment", environment)
+        object.__setattr__(self, "commands", {} if commands is None else commands)
+        object.__setattr__(self, "selection", selection)
+
+    __repr__ = fields_repr
 
     def view(self) -> Mapping[str, Any]:
         """What a model is shown: the step's selection, or the event's payload and the run's position."""
@@ -129,19 +154,25 @@ class RepairableAgent(Agent, Protocol):
         ...
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class ScriptedAgent:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class ScriptedAgent(Frozen):
     """A deterministic agent: a plain function from context to decision (demo, tests, rules)."""
 
     name: str
     script: Callable[[DecisionContext], Decision]
 
+    def __init__(self, name: str, script: Callable[[DecisionContext], Decision]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "script", script)
+
+    __repr__ = fields_repr
+
     def decide(self, context: DecisionContext) -> Decision:
         return self.script(context)
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class ModelAgent:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class ModelAgent(Frozen):
     """An agent whose decisions come from a language model, bound when the stage runs.
 
     The workflow names the agent and its instructions; the deployment picks the model (Bedrock when
@@ -157,6 +188,22 @@ class ModelAgent:
     """Overrides ``BEDROCK_MAX_TOKENS`` for this agent."""
     temperature: float | None = None
     """Overrides ``BEDROCK_TEMPERATURE`` for this agent."""
+
+    def __init__(
+        self,
+        name: str,
+        instructions: str,
+        fallback: "Agent | None" = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "instructions", instructions)
+        object.__setattr__(self, "fallback", fallback)
+        object.__setattr__(self, "max_tokens", max_tokens)
+        object.__setattr__(self, "temperature", temperature)
+
+    __repr__ = fields_repr
 
     def decide(self, context: DecisionContext) -> Decision:
         if self.fallback is None:
@@ -205,8 +252,12 @@ class ClientProvider(Protocol):
     def client(self, service_name: str) -> Any: ...
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class ToolContext:
+def _allows_any(resource: str) -> bool:
+    return True
+
+
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class ToolContext(Frozen):
     """What a tool is given for one command: its tenant, run, idempotency key, AWS clients and settings."""
 
     tenant_id: str
@@ -214,8 +265,26 @@ class ToolContext:
     idempotency_key: str
     clients: ClientProvider
     settings: Mapping[str, str]
-    allows: Callable[[str], bool] = lambda resource: True
+    allows: Callable[[str], bool] = _allows_any
     """Whether the command's tenant may touch a resource (the workflow's ``tenant_resources``)."""
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        tenant_id: str,
+        run_id: str,
+        idempotency_key: str,
+        clients: ClientProvider,
+        settings: Mapping[str, str],
+        allows: Callable[[str], bool] = _allows_any,
+    ) -> None:
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "idempotency_key", idempotency_key)
+        object.__setattr__(self, "clients", clients)
+        object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "allows", allows)
+
+    __repr__ = fields_repr
 
     def require_resource(self, resource: str) -> None:
         """The tool's own check, before it touches ``resource``: a second fence behind authorize's."""
@@ -236,8 +305,8 @@ Reconcile = Callable[[Any, ToolContext], Mapping[str, Any] | None]
 """After an attempt whose outcome is unknown: the result if the effect happened, ``None`` if it did not."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class Tool:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class Tool(Frozen):
     """A workflow's tool: the function that carries out a command, and how safe it is to repeat."""
 
     name: str
@@ -247,6 +316,22 @@ class Tool:
     """For a RECONCILE tool: checks the target; without one an unknown outcome goes to a person."""
     effect: ToolEffect = ToolEffect.WRITES
     """What the tool does to the world; undeclared, a tool is taken to write (the stricter checks)."""
+
+    def __init__(
+        self,
+        name: str,
+        run: ToolFunction,
+        repeat_safety: RepeatSafety,
+        reconcile: Reconcile | None = None,
+        effect: ToolEffect = ToolEffect.WRITES,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "run", run)
+        object.__setattr__(self, "repeat_safety", repeat_safety)
+        object.__setattr__(self, "reconcile", reconcile)
+        object.__setattr__(self, "effect", effect)
+
+    __repr__ = fields_repr
 
 
 def tool(
@@ -267,8 +352,8 @@ def tool(
     return wrap
 
 
-@dataclass(frozen=True)
-class Budget:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class Budget(Frozen):
     """Limits per workflow; crossing one pauses the workflow for human review."""
 
     max_depth: int = 16
@@ -276,9 +361,23 @@ class Budget:
     max_tokens: int = 200_000
     deadline: timedelta = timedelta(hours=24)
 
+    def __init__(
+        self,
+        max_depth: int = 16,
+        max_steps: int = 32,
+        max_tokens: int = 200_000,
+        deadline: timedelta = timedelta(hours=24),
+    ) -> None:
+        object.__setattr__(self, "max_depth", max_depth)
+        object.__setattr__(self, "max_steps", max_steps)
+        object.__setattr__(self, "max_tokens", max_tokens)
+        object.__setattr__(self, "deadline", deadline)
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class RetryPolicy:
+    __repr__ = fields_repr
+
+
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class RetryPolicy(Frozen):
     """How execute retries a command whose tool failed in a way worth retrying (``ToolError(retryable=
     True)``, throttling, a 5xx): attempt ``n`` that fails waits ``min(cap, base * 2**(n-1))`` plus a jitter
     of up to one ``base`` (``intentbus.backoff``) before the next; once ``max_attempts`` have failed, the
@@ -288,6 +387,13 @@ class RetryPolicy:
     base_seconds: float = 30.0
     cap_seconds: float = 900.0
     max_attempts: int = 5
+
+    def __init__(self, base_seconds: float = 30.0, cap_seconds: float = 900.0, max_attempts: int = 5) -> None:
+        object.__setattr__(self, "base_seconds", base_seconds)
+        object.__setattr__(self, "cap_seconds", cap_seconds)
+        object.__setattr__(self, "max_attempts", max_attempts)
+
+    __repr__ = fields_repr
 
     def problems(self) -> list[str]:
         found: list[str] = []
@@ -306,8 +412,8 @@ class RetryPolicy:
         return found
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class CommandSpec:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class CommandSpec(Frozen):
     """A command a workflow declares: its arguments' model, the tool that runs it and its retry policy."""
 
     name: str
@@ -320,6 +426,24 @@ class CommandSpec:
     by default its ``resource``."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
 
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        name: str,
+        model: type[BaseModel],
+        tool: Tool,
+        resource: Callable[[Any], str] | None = None,
+        scope: Callable[[Any], tuple[str, ...]] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "scope", scope)
+        object.__setattr__(self, "retry", RetryPolicy() if retry is None else retry)
+
+    __repr__ = fields_repr
+
     def touches(self, arguments: BaseModel) -> tuple[str, ...]:
         if self.scope is not None:
             return tuple(self.scope(arguments))
@@ -330,8 +454,8 @@ StepResults = Mapping[str, Mapping[str, Any]]
 """The results of a step's commands, by command id, in the order they were proposed."""
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class Step:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class Step(Frozen):
     """One step of a workflow: the event that starts it, who proposes its commands, and what it publishes."""
 
     on: str
@@ -351,8 +475,28 @@ class Step:
     An offer is not a permission: policy still decides whether a proposed command may run.
     """
 
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        on: str,
+        agent: "Agent | None",
+        outcome: str,
+        final: bool = False,
+        outcome_payload: Callable[[StepResults], Mapping[str, Any]] | None = None,
+        context: "ContextSelector | None" = None,
+        tools: tuple[str, ...] | None = None,
+    ) -> None:
+        object.__setattr__(self, "on", on)
+        object.__setattr__(self, "agent", agent)
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "final", final)
+        object.__setattr__(self, "outcome_payload", outcome_payload)
+        object.__setattr__(self, "context", context)
+        object.__setattr__(self, "tools", tools)
 
-@dataclass(eq=False)  # never compared: no generated __eq__
+    __repr__ = fields_repr
+
+
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Workflow:
     """A workflow definition. Register its module in ``INTENTBUS_WORKFLOWS`` and every stage knows it."""
 
@@ -380,6 +524,40 @@ class Workflow:
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     steps: dict[str, Step] = field(default_factory=dict)
     starts_on: set[str] = field(default_factory=set)
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        name: str,
+        version: str,
+        policy: Policy,
+        budget: Budget | None = None,
+        tenant_budgets: dict[str, Budget] | None = None,
+        approval_timeout: timedelta = timedelta(hours=4),
+        on_approval_expiry: Literal["cancel", "escalate"] = "cancel",
+        tenant_resources: Mapping[str, tuple[str, ...]] | None = None,
+        max_commands: int = 4,
+        examples: tuple[Mapping[str, Any], ...] = (),
+        events: dict[str, TypeSpec] | None = None,
+        commands: dict[str, CommandSpec] | None = None,
+        steps: dict[str, Step] | None = None,
+        starts_on: set[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.policy = policy
+        self.budget = Budget() if budget is None else budget
+        self.tenant_budgets = {} if tenant_budgets is None else tenant_budgets
+        self.approval_timeout = approval_timeout
+        self.on_approval_expiry = on_approval_expiry
+        self.tenant_resources = tenant_resources
+        self.max_commands = max_commands
+        self.examples = examples
+        self.events = {} if events is None else events
+        self.commands = {} if commands is None else commands
+        self.steps = {} if steps is None else steps
+        self.starts_on = set() if starts_on is None else starts_on
+
+    __repr__ = fields_repr
 
     def event(self, name: str, model: type[BaseModel], *, starts: bool = False) -> None:
         self.events[name] = TypeSpec(name=name, kind=Kind.EVENT, model=model, owner=self.name)

@@ -13,9 +13,9 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ValidationError
 
+from intentbus.bus_event import EventBridgeModel
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions

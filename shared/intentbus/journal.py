@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus.envelope import Envelope
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.state import WorkflowState
 
 if TYPE_CHECKING:
@@ -87,8 +88,8 @@ class Authorization(BaseModel):
     at: datetime
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class Commit:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class Commit(Frozen):
     """One atomic write: an optional state change, the log entry, and an optional approval.
 
     ``expected_version`` is the version read: ``None`` with ``create=True`` means the run must not
@@ -107,6 +108,31 @@ class Commit:
     authorization: Authorization | None = None
     """Written with the verdict that allows a command (put if absent)."""
 
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        entry: LogEntry,
+        tenant_id: str,
+        run_id: str,
+        expected_version: int | None,
+        state: WorkflowState | None = None,
+        create: bool = False,
+        approval: "Approval | None" = None,
+        approval_was: ApprovalStatus | None = None,
+        authorization: Authorization | None = None,
+    ) -> None:
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "expected_version", expected_version)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "create", create)
+        object.__setattr__(self, "approval", approval)
+        object.__setattr__(self, "approval_was", approval_was)
+        object.__setattr__(self, "authorization", authorization)
+        self.__post_init__()
+
+    __repr__ = fields_repr
+
     def __post_init__(self) -> None:
         if self.state is not None and not self.create and self.expected_version is None:
             raise ValueError("a state update must be conditioned on the version it read")
@@ -114,8 +140,8 @@ class Commit:
             raise ValueError("creating a run takes its first state and no expected version")
 
 
-@dataclass(frozen=True)
-class Snapshot:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class Snapshot(Frozen):
     """What one store read found for a stage's input: the run, this stage's entry, what else was asked."""
 
     state: WorkflowState | None
@@ -127,6 +153,22 @@ class Snapshot:
     """Other stages' entries asked for, by ``proof_key(stage, input_id)``: what they recorded publishing."""
     authorization: Authorization | None = None
     """The command's recorded authorization, when asked for."""
+
+    def __init__(
+        self,
+        state: WorkflowState | None,
+        entry: LogEntry | None,
+        resource_version: int | None = None,
+        proofs: dict[str, LogEntry] | None = None,
+        authorization: Authorization | None = None,
+    ) -> None:
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "resource_version", resource_version)
+        object.__setattr__(self, "proofs", {} if proofs is None else proofs)
+        object.__setattr__(self, "authorization", authorization)
+
+    __repr__ = fields_repr
 
     def proof(self, stage: str, input_id: str) -> LogEntry | None:
         return self.proofs.get(proof_key(stage, input_id))
@@ -142,13 +184,19 @@ class CommitStatus(StrEnum):
     VERSION_CONFLICT = "version_conflict"
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class CommitResult:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class CommitResult(Frozen):
     """How a stage's write ended: committed, already recorded, or a version conflict."""
 
     status: CommitStatus
     entry: LogEntry | None = None
     """The entry already recorded, when status is ALREADY_RECORDED."""
+
+    def __init__(self, status: CommitStatus, entry: LogEntry | None = None) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "entry", entry)
+
+    __repr__ = fields_repr
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
 from intentbus.errors import IntentbusError
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.journal import Commit, CommitResult, LogEntry, Snapshot
 
 if TYPE_CHECKING:
@@ -43,8 +44,8 @@ class WorkflowStore(Protocol):
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]: ...
 
 
-@dataclass(frozen=True)
-class SnapshotRequest:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class SnapshotRequest(Frozen):
     """The arguments of one ``WorkflowStore.snapshot``: what a record will read, known before it is read."""
 
     tenant_id: str
@@ -54,6 +55,26 @@ class SnapshotRequest:
     resource: str | None = None
     proofs: tuple[tuple[str, str], ...] = ()
     authorization: str | None = None
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        tenant_id: str,
+        run_id: str,
+        stage: str,
+        input_id: str,
+        resource: str | None = None,
+        proofs: tuple[tuple[str, str], ...] = (),
+        authorization: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "tenant_id", tenant_id)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "stage", stage)
+        object.__setattr__(self, "input_id", input_id)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "proofs", proofs)
+        object.__setattr__(self, "authorization", authorization)
+
+    __repr__ = fields_repr
 
     def read_alone(self, store: WorkflowStore) -> Snapshot:
         """This snapshot, read by its own ``snapshot`` call."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from intentbus.envelope import TENANT_PATTERN
 from intentbus.errors import ConfigurationError
+from intentbus.frozen import Frozen, fields_repr
 
 ANY = "*"
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
@@ -32,14 +33,24 @@ _TENANT = re.compile(TENANT_PATTERN)
 _PRINCIPAL = re.compile(r"^arn:[\w-]+:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/\S+$")
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class ProducerBindings:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class ProducerBindings(Frozen):
     """Which tenants each producer may send for, and the principal it sends as (``PRODUCER_BINDINGS``)."""
 
     bindings: dict[tuple[str | None, str], frozenset[str]] = field(default_factory=dict)
     """(account or ``None`` for the stack's own, source) -> tenants (``*``: any)."""
     principals: dict[tuple[str | None, str], str] = field(default_factory=dict)
     """(account or ``None``, source) -> the principal's ARN that sends as that source."""
+
+    def __init__(
+        self,
+        bindings: dict[tuple[str | None, str], frozenset[str]] | None = None,
+        principals: dict[tuple[str | None, str], str] | None = None,
+    ) -> None:
+        object.__setattr__(self, "bindings", {} if bindings is None else bindings)
+        object.__setattr__(self, "principals", {} if principals is None else principals)
+
+    __repr__ = fields_repr
 
     @classmethod
     def none(cls) -> ProducerBindings:

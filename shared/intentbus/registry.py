@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError
+from intentbus.frozen import Frozen, fields_repr
 
 SENSITIVE: Any = Field(json_schema_extra={"sensitive": True})
 """Marks a payload field sensitive: ``email: Annotated[str, SENSITIVE]``."""
@@ -32,8 +33,8 @@ class Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-@dataclass(frozen=True)
-class TypeSpec:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class TypeSpec(Frozen):
     """A registered event or command type: its kind, payload model and the workflow that owns it."""
 
     name: str
@@ -41,6 +42,14 @@ class TypeSpec:
     model: type[BaseModel]
     owner: str
     """The workflow that declared the type, or ``intentbus`` for the pipeline's own facts."""
+
+    def __init__(self, name: str, kind: Kind, model: type[BaseModel], owner: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "owner", owner)
+
+    __repr__ = fields_repr
 
 
 class UnknownType(IntentbusError, LookupError):

@@ -13,19 +13,26 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from intentbus.errors import IntentbusError
+from intentbus.frozen import Frozen, fields_repr
 
 if TYPE_CHECKING:
     from intentbus.stages.common import StageResult
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class Delivery:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class Delivery(Frozen):
     """Which delivery of an SQS message this is, and whether it is the last before its DLQ."""
 
     receive_count: int = 1
     """SQS's ``ApproximateReceiveCount``: 1 on the first delivery."""
     max_receive_count: int | None = None
     """The queue's ``maxReceiveCount``; ``None`` when unknown (no DLQ is assumed)."""
+
+    def __init__(self, receive_count: int = 1, max_receive_count: int | None = None) -> None:
+        object.__setattr__(self, "receive_count", receive_count)
+        object.__setattr__(self, "max_receive_count", max_receive_count)
+
+    __repr__ = fields_repr
 
     @property
     def last(self) -> bool:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.journal import Outcome
 
 if TYPE_CHECKING:
@@ -66,13 +67,20 @@ def xray_trace_id(trace_id: str) -> str:
     return f"1-{digest[:8]}-{digest[8:32]}"
 
 
-@dataclass(frozen=True)
-class TraceHeader:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class TraceHeader(Frozen):
     """An X-Ray trace header: ``Root=1-...;Parent=<16 hex>;Sampled=1`` (Parent and Sampled optional)."""
 
     root: str
     parent: str | None = None
     sampled: bool | None = None
+
+    def __init__(self, root: str, parent: str | None = None, sampled: bool | None = None) -> None:
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "sampled", sampled)
+
+    __repr__ = fields_repr
 
     @classmethod
     def parse(cls, value: str | None) -> TraceHeader | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.telemetry import TraceHeader
 
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
@@ -20,8 +21,8 @@ _INVALID_TRACE = "0" * 32
 _INVALID_SPAN = "0" * 16
 
 
-@dataclass(frozen=True)
-class TraceParent:
+@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+class TraceParent(Frozen):
     """A W3C ``traceparent``: the trace, the parent span and whether it is sampled."""
 
     trace_id: str
@@ -29,6 +30,13 @@ class TraceParent:
     span_id: str
     """16 lower-case hex digits, not all zero: the span the next one is a child of."""
     sampled: bool = True
+
+    def __init__(self, trace_id: str, span_id: str, sampled: bool = True) -> None:
+        object.__setattr__(self, "trace_id", trace_id)
+        object.__setattr__(self, "span_id", span_id)
+        object.__setattr__(self, "sampled", sampled)
+
+    __repr__ = fields_repr
 
     @classmethod
     def parse(cls, value: object) -> TraceParent | None:

@@ -4,6 +4,7 @@ call: every operation of the services the runtime calls, S3 (static context para
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import botocore.session
@@ -149,3 +150,27 @@ def test_a_direct_reading_gives_what_jmespath_gives(expression: str, member: str
         ours = _outcome(lambda _, given, __: read(given), None, args)
         theirs = _outcome(lambda _, given, __: jmespath.search(expression, given), None, args)
         assert ours == theirs, shape
+
+
+def test_a_parameter_source_holds_its_fields_and_refuses_changes() -> None:
+    """``_Source`` (a slotted ``Frozen`` class, once a ``NamedTuple``) keeps each field as given, by position
+    or by name, and refuses assignment and deletion."""
+    read = endpoint_params._reading("TableName")
+    fields: dict[str, Any] = {
+        "static": None,
+        "member": "TableName",
+        "path": read,
+        "client_name": "Bucket",
+        "builtin": "AWS::Region",
+    }
+    by_position = endpoint_params._Source("Region", *fields.values())
+    by_name = endpoint_params._Source(name="Region", **fields)
+
+    for source in (by_position, by_name):
+        assert source.name == "Region"
+        assert {name: getattr(source, name) for name in fields} == fields
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            source.name = "Other"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            del source.builtin
+    assert not hasattr(by_name, "__dict__")

@@ -12,6 +12,7 @@ from intentbus import facts
 from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.frozen import Frozen
 from intentbus.ids import approval_id, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
@@ -45,8 +46,8 @@ _Declared = tuple[Workflow, CommandSpec, BaseModel]
 """A command's workflow, its spec and its typed arguments."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class _Turn:
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+class _Turn(Frozen):
     """One proposed command with the run it is authorized against, as read."""
 
     proposed: Envelope
@@ -61,14 +62,39 @@ class _Turn:
     resource_version: int | None = None
     """The resource's version as read with the run: execute runs the command only at this version."""
 
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        proposed: Envelope,
+        fact: facts.CommandProposed,
+        workflow: Workflow,
+        state: WorkflowState,
+        is_new: bool,
+        read: WorkflowState | None,
+        now: datetime,
+        resource_version: int | None = None,
+    ) -> None:
+        object.__setattr__(self, "proposed", proposed)
+        object.__setattr__(self, "fact", fact)
+        object.__setattr__(self, "workflow", workflow)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "is_new", is_new)
+        object.__setattr__(self, "read", read)
+        object.__setattr__(self, "now", now)
+        object.__setattr__(self, "resource_version", resource_version)
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
+
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class AuthorizeStage(BatchReadingStage):
     """Checks each proposed command against its workflow's policy and records the verdict."""
 
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
+
+    def __init__(self, deps: StageDeps, store: WorkflowStore) -> None:
+        self.deps = deps
+        self.store = store
+        self.__post_init__()
 
     def reads(self, body: str) -> SnapshotRequest | None:
         """The proposal, and the command as declared (kept for ``handle`` with the parse)."""

@@ -21,6 +21,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
+from intentbus.frozen import Frozen, fields_repr
 from intentbus.ids import canonical_json, canonical_json_less, digest, text_digest
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
@@ -30,8 +31,8 @@ from intentbus.producers import ProducerBindings
 FactT = TypeVar("FactT", bound=BaseModel)
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class StageResult:
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class StageResult(Frozen):
     """How one message ended, and what the stage published for it."""
 
     outcome: Outcome
@@ -40,6 +41,22 @@ class StageResult:
     reason: str | None = None
     forged: bool = False
     """Quarantined because the record does not hold the fact as it claims (``NotRecorded``)."""
+
+    def __init__(
+        self,
+        outcome: Outcome,
+        envelope: Envelope | None = None,
+        published: tuple[Envelope, ...] = (),
+        reason: str | None = None,
+        forged: bool = False,
+    ) -> None:
+        object.__setattr__(self, "outcome", outcome)
+        object.__setattr__(self, "envelope", envelope)
+        object.__setattr__(self, "published", published)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "forged", forged)
+
+    __repr__ = fields_repr
 
 
 class StageCore(Protocol):
@@ -103,15 +120,21 @@ class BatchReadingStage(Stage):
         return self._parsed.pop(body, None)
 
 
-@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__
-class Fact(Generic[FactT]):
+@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+class Fact(Frozen, Generic[FactT]):
     """A pipeline fact read from a message: its envelope and its payload, typed."""
 
     envelope: Envelope
     payload: FactT
 
+    def __init__(self, envelope: Envelope, payload: FactT) -> None:
+        object.__setattr__(self, "envelope", envelope)
+        object.__setattr__(self, "payload", payload)
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
+    __repr__ = fields_repr
+
+
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class StageDeps:
     """What every stage is given: the catalog, bus, quarantine, clock and the deployment's settings."""
 
@@ -130,6 +153,30 @@ class StageDeps:
     """Stage -> its role's canonical ARN (``INTENTBUS_PIPELINE_ROLES``): the principals that propose."""
     claims: ClaimStore | None = None
     """Where claim-checked payloads are kept (``intentbus.claims``): facts read are resolved from it."""
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        catalog: Catalog,
+        bus: Bus,
+        quarantine: Quarantine,
+        clock: Clock,
+        environment: str,
+        settings: dict[str, str] | None = None,
+        producers: ProducerBindings | None = None,
+        id_salt: str = "",
+        pipeline_roles: dict[str, str] | None = None,
+        claims: ClaimStore | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.bus = bus
+        self.quarantine = quarantine
+        self.clock = clock
+        self.environment = environment
+        self.settings = {} if settings is None else settings
+        self.producers = ProducerBindings.none() if producers is None else producers
+        self.id_salt = id_salt
+        self.pipeline_roles = {} if pipeline_roles is None else pipeline_roles
+        self.claims = claims
 
 
 def read_fact(body: str, models: dict[str, type[FactT]], claims: ClaimStore | None = None) -> Fact[FactT]:

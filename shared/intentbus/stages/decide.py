@@ -25,6 +25,7 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.frozen import Frozen
 from intentbus.ids import derive_id, digest, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.limits import (
@@ -62,8 +63,8 @@ _Proofs = tuple[tuple[str, str], ...]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class _Turn:
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+class _Turn(Frozen):
     """One attempt at deciding on one accepted event."""
 
     accepted: Envelope
@@ -74,6 +75,24 @@ class _Turn:
     now: datetime
     payload: BaseModel
     """The event's payload as its type's model."""
+
+    def __init__(  # noqa: PLR0917 - a dataclass's fields, in order
+        self,
+        accepted: Envelope,
+        event: Envelope,
+        workflow: Workflow,
+        base: WorkflowState,
+        is_new: bool,
+        now: datetime,
+        payload: BaseModel,
+    ) -> None:
+        object.__setattr__(self, "accepted", accepted)
+        object.__setattr__(self, "event", event)
+        object.__setattr__(self, "workflow", workflow)
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "is_new", is_new)
+        object.__setattr__(self, "now", now)
+        object.__setattr__(self, "payload", payload)
 
     def output(
         self, type_name: str, payload: Payload, *, version: int, index: int = 0, step_index: int | None = None
@@ -101,13 +120,17 @@ class _Turn:
         )
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class _Checked:
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+class _Checked(Frozen):
     """A decision that passed ``_checked``, with each proposed payload as its command's model has it."""
 
     decision: Decision
     payloads: tuple[dict[str, Any], ...]
     """``_canonical`` of each of ``decision.commands``, in order: validated once, used by ``_command``."""
+
+    def __init__(self, decision: Decision, payloads: tuple[dict[str, Any], ...]) -> None:
+        object.__setattr__(self, "decision", decision)
+        object.__setattr__(self, "payloads", payloads)
 
 
 WHY_CHARS = 3000
@@ -139,7 +162,7 @@ class RejectedDecision(MalformedInput):
         self.attempts = attempts
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class DecideStage(BatchReadingStage):
     """Turns each accepted event into the commands its workflow's step proposes, within the run's budget."""
 
@@ -152,6 +175,19 @@ class DecideStage(BatchReadingStage):
     """Decisions not yet recorded, by accepted event id: reused when the write is retried, in this
     invocation or (warm) a later one after it failed, so the model is not asked again. Once recorded,
     the log holds the decision and the entry is dropped."""
+
+    def __init__(
+        self,
+        deps: StageDeps,
+        store: WorkflowStore,
+        models: ModelProvider | None = None,
+        _decisions: dict[str, _Checked] | None = None,
+    ) -> None:
+        self.deps = deps
+        self.store = store
+        self.models = models
+        self._decisions = {} if _decisions is None else _decisions
+        self.__post_init__()
 
     def reads(self, body: str) -> SnapshotRequest | None:
         """The accepted event's run and where it is recorded (kept for ``handle`` with the parse)."""

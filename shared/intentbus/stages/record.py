@@ -54,13 +54,18 @@ _OUTCOMES: dict[str, type[Payload]] = {
 }
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class RecordStage(BatchReadingStage):
     """Records each command's outcome on its run and moves the run on."""
 
     name: ClassVar[str] = STAGE
     deps: StageDeps
     store: WorkflowStore
+
+    def __init__(self, deps: StageDeps, store: WorkflowStore) -> None:
+        self.deps = deps
+        self.store = store
+        self.__post_init__()
 
     def reads(self, body: str) -> SnapshotRequest | None:
         fact: Fact[Payload] = read_fact(body, _OUTCOMES)  # claim-checked: raises, read alone

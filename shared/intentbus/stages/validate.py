@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar, Protocol
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from intentbus import facts
+from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
+from intentbus.frozen import Frozen
 from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
@@ -52,13 +53,18 @@ class InputSender(Protocol):
         ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)  # never compared nor printed: no __eq__/__hash__/__repr__
-class BusSender:
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+class BusSender(Frozen):
     """An EventBridge producer: the event's account and source, bound by ``ProducerBindings``."""
 
     producers: ProducerBindings
     account: str
     own_account: str | None
+
+    def __init__(self, producers: ProducerBindings, account: str, own_account: str | None) -> None:
+        object.__setattr__(self, "producers", producers)
+        object.__setattr__(self, "account", account)
+        object.__setattr__(self, "own_account", own_account)
 
     def refuses(self, *, source: str, tenant_id: str) -> str | None:
         if self.producers.allows(
@@ -71,7 +77,7 @@ class BusSender:
         return self.producers.principal(account=self.account, source=source, own_account=self.own_account)
 
 
-@dataclass(eq=False, repr=False)  # never compared nor printed: no __eq__/__repr__
+@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class ValidateStage(BatchReadingStage):
     """Checks each producer's event (schema, tenant binding, duplicates) and accepts it into the pipeline."""
 
@@ -80,6 +86,12 @@ class ValidateStage(BatchReadingStage):
     store: WorkflowStore
     account: str | None = None
     """The stack's account, from the Lambda context: bindings without an account name it."""
+
+    def __init__(self, deps: StageDeps, store: WorkflowStore, account: str | None = None) -> None:
+        self.deps = deps
+        self.store = store
+        self.account = account
+        self.__post_init__()
 
     def bind(self, context: LambdaContext) -> None:
         arn = getattr(context, "invoked_function_arn", "") or ""
