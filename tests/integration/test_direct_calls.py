@@ -18,8 +18,9 @@ from botocore.parsers import JSONParser
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from intentbus_local import attribute_parse, direct_calls
+from intentbus_local import attribute_parse, direct_calls, indexed_headers
 from intentbus_local.backend import InProcessMoto
+from intentbus_local.indexed_headers import IndexedHeaders
 from intentbus_local.pinning import Pins
 
 REGION = "us-east-1"
@@ -37,8 +38,14 @@ _VARYING = {
 
 @pytest.mark.parametrize(
     "pins",
-    [direct_calls.PINS, direct_calls.BOTOCORE_PINS, attribute_parse.PINS, attribute_parse.MOTO_PINS],
-    ids=["moto", "botocore", "botocore-parse", "moto-parse"],
+    [
+        direct_calls.PINS,
+        direct_calls.BOTOCORE_PINS,
+        attribute_parse.PINS,
+        attribute_parse.MOTO_PINS,
+        indexed_headers.PINS,
+    ],
+    ids=["moto", "botocore", "botocore-parse", "moto-parse", "botocore-headers"],
 )
 def test_the_code_the_direct_path_stands_in_for_is_the_code_it_was_written_against(pins: Pins) -> None:
     assert pins.changed() == [], (
@@ -86,6 +93,69 @@ _attribute = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+_header_name = st.sampled_from(["Host", "host", "HOST", "X-Amz-Target", "x-amz-target", "Date", "ß", "İ", ""])
+_header_step = st.one_of(
+    st.tuples(st.just("set"), _header_name, st.one_of(st.text(max_size=3), st.integers())),
+    st.tuples(st.sampled_from(["get", "in", "[]", "del", "pop", "setdefault"]), _header_name, st.just("d")),
+)
+
+
+def _headers_after(headers: Any, steps: list[tuple[str, str, Any]]) -> list[Any]:
+    """What each step answers (or raises), then the headers' names, items, length, repr and copy."""
+    seen: list[Any] = []
+    for step, name, value in steps:
+        try:
+            if step == "set":
+                headers[name] = value
+                seen.append(None)
+            elif step == "get":
+                seen.append((headers.get(name), headers.get(name, value)))
+            elif step == "in":
+                seen.append(name in headers)
+            elif step == "[]":
+                seen.append(headers[name])
+            elif step == "del":
+                del headers[name]
+                seen.append(None)
+            elif step == "pop":
+                seen.append(headers.pop(name, value))
+            else:
+                seen.append(headers.setdefault(name, value))
+        except KeyError as error:
+            seen.append(("KeyError", str(error)))
+    copied = headers.copy()
+    seen += [list(headers), list(headers.items()), len(headers), repr(headers), type(copied), dict(copied)]
+    return seen
+
+
+@given(
+    initial=st.lists(st.tuples(_header_name, st.text(max_size=3)), max_size=4),
+    steps=st.lists(_header_step, max_size=12),
+)
+@example(initial=[("Host", "a"), ("host", "b")], steps=[("del", "HOST", "d"), ("set", "host", "c")])
+def test_indexed_headers_answer_as_botocore_s_headers_dict(
+    initial: list[tuple[str, str]], steps: list[tuple[str, str, Any]]
+) -> None:
+    """The same answers, errors, names in the same order and spelling, after any mix of writes."""
+    from botocore.awsrequest import HeadersDict
+
+    assert _headers_after(IndexedHeaders(initial), steps) == _headers_after(HeadersDict(initial), steps)
+    assert _headers_after(IndexedHeaders(dict(initial)), steps) == _headers_after(
+        HeadersDict(dict(initial)), steps
+    )
+
+
+def test_the_direct_path_s_headers_are_the_indexed_ones(clients: Callable[[str], Any]) -> None:
+    """Else the equivalence above would hold for headers the path never uses."""
+    seen: list[Any] = []
+    sqs = clients("sqs")
+    sqs.meta.events.register("after-call", lambda http_response, **_: seen.append(http_response.headers))
+    sqs.create_queue(QueueName="indexed")
+    assert direct_calls._headers_class() is IndexedHeaders
+    assert [type(headers) for headers in seen] == [IndexedHeaders]
+    assert seen[0]["X-AMZN-REQUESTID"] == seen[0]["x-amzn-requestid"]
 
 
 @functools.cache
