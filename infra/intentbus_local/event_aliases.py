@@ -8,11 +8,11 @@ alias up in its parts (a ``ValueError`` per alias that is not there), ~120 micro
 local cloud makes a client in every cold start of every function: in 40 fault schedules 125 aliasers
 worked out 5,400 names, about 0.7 s of CPU.
 
-The answer depends only on the name and the aliases, so while an aliaser uses botocore's own
-``EVENT_ALIASES`` and that dict still holds what it held when this module first read it, a name
-worked out by one aliaser is given to the next from a process-wide dict (and kept in the aliaser's
-own cache, with botocore's debug line when it renames). Any other aliaser, or aliases changed since,
-go through botocore's code. Installed with the local cloud's hot paths while ``PINS`` holds; tested
+The answer depends only on the name and the aliases, so while an aliaser's aliases are what
+botocore's ``EVENT_ALIASES`` held when this module first read it (a client's aliaser holds a copy of
+them), a name worked out by one aliaser is given to the next from a process-wide dict (and kept in
+the aliaser's own cache, with botocore's debug line when it renames). An aliaser with other aliases
+goes through botocore's code. Installed with the local cloud's hot paths while ``PINS`` holds; tested
 against botocore's own in tests/integration/test_event_aliases.py.
 """
 
@@ -46,15 +46,14 @@ def _alias_event_name_for(aliaser_class: Any) -> Any:
     from botocore import hooks
 
     original = vars(aliaser_class)["_alias_event_name"]
-    aliases = hooks.EVENT_ALIASES
-    as_read = dict(aliases)
+    as_read = dict(hooks.EVENT_ALIASES)
     shared: dict[str, str] = {}
 
     def _alias_event_name(self: Any, event_name: str) -> str:
         own = self._alias_name_cache
         if event_name in own:
             return own[event_name]  # type: ignore[no-any-return]
-        if self._event_aliases is not aliases or aliases != as_read:
+        if self._event_aliases != as_read:  # a client's aliaser holds a copy of them
             return original(self, event_name)  # type: ignore[no-any-return]
         found = shared.get(event_name)
         if found is None:

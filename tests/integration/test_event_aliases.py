@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar
 
 from botocore import hooks
@@ -56,10 +57,11 @@ def test_each_client_s_aliaser_answers_what_botocore_s_answers(names: list[str])
 
 
 def test_a_name_is_worked_out_once_for_all_aliasers_using_botocore_s_aliases() -> None:
+    """Made afresh, or copied as each client copies its session's (with a copy of the aliases)."""
     _Counting.worked_out = []
     shared = event_aliases._alias_event_name_for(_Counting)
-    for _ in range(3):
-        aliaser = _Counting(hooks.HierarchicalEmitter())
+    session_s = _Counting(hooks.HierarchicalEmitter())
+    for aliaser in (session_s, copy.copy(session_s), copy.copy(session_s)):
         assert shared(aliaser, "before-call.api.sagemaker.Foo") == "before-call.sagemaker.Foo"
         assert shared(aliaser, "after-call.dynamodb.PutItem") == "after-call.dynamodb.PutItem"
     assert _Counting.worked_out == ["before-call.api.sagemaker.Foo", "after-call.dynamodb.PutItem"]
@@ -78,10 +80,18 @@ def test_other_aliases_or_changed_ones_are_worked_out_by_botocore_each_time(monk
     assert len(_Counting.worked_out) == 4
 
 
-def test_the_local_cloud_s_hot_paths_install_it() -> None:
+def test_the_local_cloud_s_hot_paths_install_it_for_clients_aliasers() -> None:
+    """A client's aliaser holds a copy of botocore's aliases: equal, so it takes the shared answers."""
+    import boto3
+
     from intentbus_local import hot_paths
 
     hot_paths.apply()
     assert vars(hooks.EventAliaser)["_alias_event_name"] is not event_aliases.PINS.moto_original(
         "EventAliaser._alias_event_name"
     )
+    client = boto3.session.Session(region_name="us-east-1").client("sqs")
+    events: Any = client.meta.events
+    aliases = events._event_aliases
+    assert aliases is not hooks.EVENT_ALIASES
+    assert aliases == hooks.EVENT_ALIASES
