@@ -8,15 +8,17 @@ request (a WSGI environ), and its handler parses that back (moto's own parser), 
 serializes the answer; botocore parses it. About 1.2 ms a call, two thirds of it neither the backend's
 work nor the two wire formats.
 
-While an in-process cloud runs, a ``before-call`` handler for those five services answers instead:
-the request botocore serialized (its parameters validated, its body the wire body) goes to the handler
-class moto's own URL routing picks for that endpoint, through moto's ``setup_class`` and
-``call_action`` (moto's parser, backend, serializer and error responses as they are), on a small
-stand-in for the werkzeug request that answers what those read of a JSON POST. The answer is then
-parsed by botocore's parser for the protocol, with the modeled error fields added as botocore's
-endpoint adds them, so a caller sees what it saw before: the same parsed response, the same
-``ClientError`` subclass with its code, message and ``CancellationReasons`` (a DynamoDB attribute
-value is taken as the copy botocore's parser makes of it: intentbus_local.attribute_parse). Calls go through
+While an in-process cloud runs, a ``before-call`` handler for those five services answers instead: the
+request botocore serialized (its parameters validated, its body the wire body) goes to the handler class
+moto's own URL routing picks for that endpoint, through moto's ``setup_class`` (as
+intentbus_local.json_post_setup copies it, with what is fixed per URL done once) and ``call_action``
+(moto's parser, backend, serializer and error responses as they are), on a small stand-in for the
+werkzeug request that answers what those read of a JSON POST. The answer is then parsed by botocore's
+parser for the protocol, with the modeled error fields added as botocore's endpoint adds them, so a
+caller sees what it saw before: the same parsed response, the same ``ClientError`` subclass with its
+code, message and ``CancellationReasons`` (a DynamoDB attribute value is taken as the copy botocore's
+parser makes of it: intentbus_local.attribute_parse; request and response headers are botocore's
+``HeadersDict`` with a lowercase index: intentbus_local.indexed_headers). Calls go through
 ``BaseClient._make_api_call``, where the fault harness records and injects (intentbus_faults.calls).
 
 Not played on this path: botocore's HTTP-level events (``before-send``, ``before-parse``: botocore's
@@ -36,7 +38,7 @@ import importlib
 import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
 import botocore
@@ -45,7 +47,8 @@ from botocore.awsrequest import AWSResponse, HeadersDict
 from botocore.model import OperationModel
 from botocore.parsers import ResponseParserFactory
 
-from intentbus_local import attribute_parse
+from intentbus_local import attribute_parse, indexed_headers, json_post_setup
+from intentbus_local.indexed_headers import IndexedHeaders
 from intentbus_local.pinning import Pins
 
 PINS = Pins(
@@ -140,7 +143,7 @@ def _answer(model: OperationModel, params: dict[str, Any], **_: Any) -> tuple[AW
     handler_class = _handler_for(url.split("?", 1)[0])
     if handler_class is None:
         return None
-    headers = HeadersDict()
+    headers = _headers_class()()
     for name, value in params["headers"].items():
         headers[name] = value.decode() if isinstance(value, bytes) else value
     status, response_headers, response_body = _dispatch(handler_class, model.name, url, headers, body)
@@ -199,8 +202,13 @@ def _dispatch(
     # The operation is botocore's own; moto would find the same one by matching the request
     # against the service's routes, up to three times a call.
     handler._get_action = lambda: operation
+    request = _JsonPost(url, headers, body)
     try:
-        status, response_headers, response_body = handler._dispatch(_JsonPost(url, headers, body))
+        if json_post_setup.holds_for(handler_class):
+            json_post_setup.setup(handler, request)  # moto's _dispatch: setup_class, then call_action
+            status, response_headers, response_body = handler.call_action()
+        else:
+            status, response_headers, response_body = handler._dispatch(request)
     except HTTPException as error:  # as BotocoreStubber.process_request does
         return error.code or 500, error.get_headers(), error.get_body()
     return status, response_headers, response_body
@@ -209,7 +217,16 @@ def _dispatch(
 def _aws_response(url: str, status: int, headers: Any, body: str | bytes) -> AWSResponse:
     from moto.core.botocore_stubber import MockRawResponse
 
-    return AWSResponse(url, status, headers, MockRawResponse(body))
+    response = AWSResponse(url, status, cast(Any, ()), MockRawResponse(body))
+    response.headers = _headers_class()(headers)  # in place of the HeadersDict it made of none
+    return response
+
+
+@functools.cache
+def _headers_class() -> type[HeadersDict]:
+    """Request and response headers as botocore's ``HeadersDict``, looked up through a lowercase index
+    while botocore's code is the code it was written against (intentbus_local.indexed_headers)."""
+    return IndexedHeaders if indexed_headers.PINS.holds() else HeadersDict
 
 
 def _parsed(http: AWSResponse, model: OperationModel) -> Any:

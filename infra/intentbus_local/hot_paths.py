@@ -13,8 +13,8 @@ for all of a bus's rules, a target's input read without JSONPath where a path na
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
 item's 400 KB check in one pass over its attributes), dynamo_results (a DynamoDB result's plain
-values taken as they are) and xml_request_ids (a response body without an XML request id left
-unscanned).
+values taken as they are), xml_request_ids (a response body without an XML request id left
+unscanned) and event_aliases (botocore's event names aliased once per process, not once per client).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from intentbus_local import (
     attribute_values,
     dynamo_results,
     dynamodb_hot_paths,
+    event_aliases,
     events_hot_paths,
     item_sizes,
     response_keys,
@@ -65,6 +66,7 @@ def apply() -> None:
     item_sizes.apply()
     dynamo_results.apply()
     xml_request_ids.apply()
+    event_aliases.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

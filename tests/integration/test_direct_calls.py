@@ -18,8 +18,9 @@ from botocore.parsers import JSONParser
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from intentbus_local import attribute_parse, direct_calls
+from intentbus_local import attribute_parse, direct_calls, indexed_headers, json_post_setup
 from intentbus_local.backend import InProcessMoto
+from intentbus_local.indexed_headers import IndexedHeaders
 from intentbus_local.pinning import Pins
 
 REGION = "us-east-1"
@@ -37,8 +38,16 @@ _VARYING = {
 
 @pytest.mark.parametrize(
     "pins",
-    [direct_calls.PINS, direct_calls.BOTOCORE_PINS, attribute_parse.PINS, attribute_parse.MOTO_PINS],
-    ids=["moto", "botocore", "botocore-parse", "moto-parse"],
+    [
+        direct_calls.PINS,
+        direct_calls.BOTOCORE_PINS,
+        attribute_parse.PINS,
+        attribute_parse.MOTO_PINS,
+        indexed_headers.PINS,
+        json_post_setup.PINS,
+        json_post_setup.ACCOUNT_PINS,
+    ],
+    ids=["moto", "botocore", "botocore-parse", "moto-parse", "botocore-headers", "setup", "setup-account"],
 )
 def test_the_code_the_direct_path_stands_in_for_is_the_code_it_was_written_against(pins: Pins) -> None:
     assert pins.changed() == [], (
@@ -86,6 +95,69 @@ _attribute = st.recursive(
     ),
     max_leaves=12,
 )
+
+
+_header_name = st.sampled_from(["Host", "host", "HOST", "X-Amz-Target", "x-amz-target", "Date", "ß", "İ", ""])
+_header_step = st.one_of(
+    st.tuples(st.just("set"), _header_name, st.one_of(st.text(max_size=3), st.integers())),
+    st.tuples(st.sampled_from(["get", "in", "[]", "del", "pop", "setdefault"]), _header_name, st.just("d")),
+)
+
+
+def _headers_after(headers: Any, steps: list[tuple[str, str, Any]]) -> list[Any]:
+    """What each step answers (or raises), then the headers' names, items, length, repr and copy."""
+    seen: list[Any] = []
+    for step, name, value in steps:
+        try:
+            if step == "set":
+                headers[name] = value
+                seen.append(None)
+            elif step == "get":
+                seen.append((headers.get(name), headers.get(name, value)))
+            elif step == "in":
+                seen.append(name in headers)
+            elif step == "[]":
+                seen.append(headers[name])
+            elif step == "del":
+                del headers[name]
+                seen.append(None)
+            elif step == "pop":
+                seen.append(headers.pop(name, value))
+            else:
+                seen.append(headers.setdefault(name, value))
+        except KeyError as error:
+            seen.append(("KeyError", str(error)))
+    copied = headers.copy()
+    seen += [list(headers), list(headers.items()), len(headers), repr(headers), type(copied), dict(copied)]
+    return seen
+
+
+@given(
+    initial=st.lists(st.tuples(_header_name, st.text(max_size=3)), max_size=4),
+    steps=st.lists(_header_step, max_size=12),
+)
+@example(initial=[("Host", "a"), ("host", "b")], steps=[("del", "HOST", "d"), ("set", "host", "c")])
+def test_indexed_headers_answer_as_botocore_s_headers_dict(
+    initial: list[tuple[str, str]], steps: list[tuple[str, str, Any]]
+) -> None:
+    """The same answers, errors, names in the same order and spelling, after any mix of writes."""
+    from botocore.awsrequest import HeadersDict
+
+    assert _headers_after(IndexedHeaders(initial), steps) == _headers_after(HeadersDict(initial), steps)
+    assert _headers_after(IndexedHeaders(dict(initial)), steps) == _headers_after(
+        HeadersDict(dict(initial)), steps
+    )
+
+
+def test_the_direct_path_s_headers_are_the_indexed_ones(clients: Callable[[str], Any]) -> None:
+    """Else the equivalence above would hold for headers the path never uses."""
+    seen: list[Any] = []
+    sqs = clients("sqs")
+    sqs.meta.events.register("after-call", lambda http_response, **_: seen.append(http_response.headers))
+    sqs.create_queue(QueueName="indexed")
+    assert direct_calls._headers_class() is IndexedHeaders
+    assert [type(headers) for headers in seen] == [IndexedHeaders]
+    assert seen[0]["X-AMZN-REQUESTID"] == seen[0]["x-amzn-requestid"]
 
 
 @functools.cache
@@ -357,3 +429,134 @@ def test_a_cloud_that_never_calls_ecs_does_not_import_moto_s_ecs_and_ec2() -> No
         [sys.executable, "-c", _PIPELINE_CALLS_ONLY], capture_output=True, text=True, check=True, timeout=120
     )
     assert answer.stdout.splitlines() == ["[]", "['moto.ec2', 'moto.ecs']"]
+
+
+_HANDLERS = {
+    "dynamodb": ("moto.dynamodb.responses", "DynamoHandler", "PutItem"),
+    "sqs": ("moto.sqs.responses", "SQSResponse", "SendMessage"),
+    "events": ("moto.events.responses", "EventsHandler", "PutEvents"),
+    "ecs": ("moto.ecs.responses", "EC2ContainerServiceResponse", "DescribeServices"),
+    "cloudwatch": ("moto.cloudwatch.responses", "CloudWatchResponse", "ListMetrics"),
+}
+_body = st.one_of(
+    st.sampled_from(
+        [
+            b"",
+            b"{}",
+            b'{"TableName": "t", "Item": {"pk": {"S": "a&AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE"}}}',
+            b'{"Entries": [{"Source": "a", "DetailType": "b", "Detail": "x=1;Entries=2"}]}',
+            b'{"QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/q", "MessageBody": "hi"}',
+            b"\xff\xfe not utf-8",
+            b"not json",
+        ]
+    ),
+    st.text(max_size=20).map(str.encode),
+)
+_header_values = st.fixed_dictionaries(
+    {},
+    optional={
+        "Content-Type": st.sampled_from(
+            ["application/x-amz-json-1.0", "application/x-amz-json-1.1", "application/cbor", "text/plain"]
+        ),
+        "Host": st.just("dynamodb.us-east-1.amazonaws.com"),
+        "User-Agent": st.sampled_from(["Botocore/1.44.8", "aws-sdk region/eu-west-2 x"]),
+        "Authorization": st.sampled_from(
+            ["AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20260101/eu-west-1/sqs/aws4_request, x", "x"]
+        ),
+        "x-moto-account-id": st.sampled_from(["111111111111", "222222222222"]),
+    },
+)
+
+
+def _ready(
+    service: str, url: str, headers: dict[str, str], body: bytes, how: Callable[[Any, Any], None]
+) -> dict[str, Any]:
+    """A handler's attributes once readied (or the error), and what readying did to the request."""
+    import importlib
+
+    module, name, operation = _HANDLERS[service]
+    handler = getattr(importlib.import_module(module), name)()
+    handler._get_action = lambda: operation
+    request = direct_calls._JsonPost(url, IndexedHeaders(headers), body)
+    try:
+        how(handler, request)
+    except Exception as error:  # the outcome compared is the exception's type and text
+        return {"raised": (type(error).__name__, str(error))}
+    state = {
+        key: value
+        for key, value in vars(handler).items()
+        if key not in ("_get_action", "normalized_request", "headers")
+    }
+    assert handler.normalized_request is request
+    return state | {"environ": request.environ, "headers": dict(handler.headers)}
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    service=st.sampled_from(sorted(_HANDLERS)),
+    url=st.sampled_from(
+        [
+            "https://dynamodb.us-east-1.amazonaws.com/",
+            "https://sqs.eu-west-1.amazonaws.com/",
+            "https://events.amazonaws.com/",
+            "http://localhost:5000/x?a=1&b",
+        ]
+    ),
+    headers=_header_values,
+    body=_body,
+    account_variable=st.sampled_from([None, "333333333333"]),
+)
+def test_a_handler_readied_by_the_direct_path_is_as_moto_readies_it(
+    service: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes,
+    account_variable: str | None,
+) -> None:
+    """The same attributes (query string, body, region, date, parameters, account...) or the same error,
+    the same request environ, for JSON, CBOR and other bodies, with and without an account set."""
+    import moto.core.responses
+
+    at = datetime.datetime(2026, 1, 2, 3, 4, 5, 678)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(moto.core.responses, "utcnow", lambda: at)
+        if account_variable is None:
+            patched.delenv("MOTO_ACCOUNT_ID", raising=False)
+        else:
+            patched.setenv("MOTO_ACCOUNT_ID", account_variable)
+        moto_s = _ready(service, url, headers, body, lambda handler, request: handler.setup_class(request))
+        ours = _ready(service, url, headers, body, json_post_setup.setup)
+    assert ours == moto_s
+
+
+@given(
+    moments=st.lists(
+        st.datetimes(min_value=datetime.datetime(2000, 1, 1), max_value=datetime.datetime(2100, 1, 1)),
+        max_size=6,
+    )
+)
+def test_the_date_header_is_werkzeug_s_for_every_moment(moments: list[datetime.datetime]) -> None:
+    from werkzeug.http import http_date
+
+    for moment in moments + [m.replace(microsecond=999_999) for m in moments]:
+        assert json_post_setup._date_header(moment) == http_date(moment)
+    aware = datetime.datetime(2026, 1, 1, 12, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    assert json_post_setup._date_header(aware) == http_date(aware) == "Thu, 01 Jan 2026 10:00:00 GMT"
+
+
+def test_an_access_key_s_account_is_found_as_moto_finds_it(clients: Callable[[str], Any]) -> None:
+    from moto.iam.models import get_account_id_from
+
+    iam = clients("iam")
+    iam.create_user(UserName="u")
+    key = iam.create_access_key(UserName="u")["AccessKey"]["AccessKeyId"]
+    for access_key in (key, "AKIAEXAMPLE", "AKIAIOSFODNN7EXAMPLE"):
+        assert json_post_setup._account_id_from(access_key) == get_account_id_from(access_key)
+
+
+def test_every_direct_handler_is_readied_by_the_copy(clients: Callable[[str], Any]) -> None:
+    """Else the comparison above would hold for a copy the path never uses."""
+    import importlib
+
+    for module, name, _ in _HANDLERS.values():
+        assert json_post_setup.holds_for(getattr(importlib.import_module(module), name))
