@@ -140,7 +140,19 @@ def main() -> int:
 
 def _timing_rows(timings: dict[str, dict[str, float]]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [
-        ("stage", "cpu", "x base", "framework", "botocore", "x-ray", "calls", "cold", "x base", "cold wall")
+        (
+            "stage",
+            "cpu",
+            "x base",
+            "framework",
+            "botocore",
+            "x-ray",
+            "calls",
+            "cold",
+            "x base",
+            "less tool",
+            "cold wall",
+        )
     ]
     for name in (*stages.STAGES, stages.BASELINE):
         figures = timings[name]
@@ -155,6 +167,7 @@ def _timing_rows(timings: dict[str, dict[str, float]]) -> list[tuple[str, ...]]:
                 f"{figures['aws_calls_per_record']:.1f}",
                 f"{figures['cold_start_ms']:.0f}",
                 f"{figures['cold_start_ratio']:.2f}",
+                f"{figures['cold_start_ratio_without_tool']:.2f}",
                 f"{figures['cold_start_wall_ms']:.0f}",
             )
         )

@@ -47,6 +47,8 @@ class _Fake:
         """How deep the current call is in calls made through a tool's clients (0: not the tool's)."""
         self.tool_seconds = 0.0
         self.tool_calls = 0
+        self.tool_client_seconds = 0.0
+        """CPU spent making the clients a tool asked for (its service's model read, its client built)."""
         self.put_events_calls = 0
         self.put_events_entries = 0
         self.operations: list[str] = []
@@ -182,7 +184,12 @@ class _ToolClients:
         self._fake = fake
 
     def client(self, service_name: str) -> Any:
-        return _ToolClient(self._clients.client(service_name), self._fake)
+        started = time.process_time()
+        try:
+            made = self._clients.client(service_name)
+        finally:
+            self._fake.tool_client_seconds += time.process_time() - started
+        return _ToolClient(made, self._fake)
 
 
 def _patch_tool_context(module: ModuleType, fake: _Fake) -> None:
@@ -293,7 +300,12 @@ def main(path: str) -> None:
         cold_wall = (time.perf_counter() - started) * 1000
         _report(
             spec,
-            {"cold_start_ms": cold_cpu, "cold_start_wall_ms": cold_wall, "cold_operations": fake.operations},
+            {
+                "cold_start_ms": cold_cpu,
+                "cold_start_wall_ms": cold_wall,
+                "cold_tool_ms": (fake.tool_seconds + fake.tool_client_seconds) * 1000,
+                "cold_operations": fake.operations,
+            },
         )
         return
     app = __import__(spec["module"])

@@ -22,6 +22,10 @@ minimal Powertools SQS handler making one PutItem and one PutEvents per record, 
   its CPU share to itself, so there wall time follows CPU time). ``cold_start_ratio``: over the
   baseline's. ``cold_start_wall_ms``: the same, on the wall clock. The one record is answered as it was
   when captured (its batch's read), and must publish: a cold record that took another path fails the run.
+- ``cold_tool_ms``: of the cold start, the CPU the workflow's tool spent on AWS (making the clients it
+  asked ``ToolContext.clients`` for, and its calls through them; execute only).
+  ``cold_start_ratio_without_tool``: the cold start less that, over the baseline's: the stage's own cold
+  start, as ``cpu_ratio_without_tool`` is its own CPU. ``cold_start_ratio`` keeps the tool's share.
 - ``aws_calls_per_record``, ``put_events_calls_per_batch``: the calls one batch made.
 - ``tool_calls_per_record``, ``tool_ms_per_record``: of those calls, the ones the workflow's tool made
   through ``ToolContext.clients`` (execute; zero at every other stage), and the CPU inside them (a part
@@ -117,6 +121,10 @@ def measure_stages(
         values["cold_start_ms"] = statistics.median(run["cold_start_ms"] for run in cold[name])
         values["cold_start_wall_ms"] = statistics.median(run["cold_start_wall_ms"] for run in cold[name])
         values["cold_start_ratio"] = values["cold_start_ms"] / base_cold
+        values["cold_tool_ms"] = statistics.median(run["cold_tool_ms"] for run in cold[name])
+        values["cold_start_ratio_without_tool"] = (
+            statistics.median(run["cold_start_ms"] - run["cold_tool_ms"] for run in cold[name]) / base_cold
+        )
         values["cpu_ratio"] = values["cpu_ms_per_record"] / base["cpu_ms_per_record"]
         values["cpu_ratio_without_tool"] = (
             values["cpu_ms_per_record"] - values["tool_ms_per_record"]
