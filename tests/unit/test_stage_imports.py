@@ -182,17 +182,17 @@ print(json.dumps({"built": sorted(built), "deferred": deferred}))
 
 BUILT_AT_IMPORT = (
     "intentbus.bus_event.EventBridgeModel",
-    "intentbus.config.Settings",
     "intentbus.envelope.Envelope",
 )
-"""The only models whose validators the entries' imports build: every stage's first record validates all
-three (its settings, then its input's EventBridge event and envelope; the event model is Powertools', which
-builds at import). Every other model (facts, journal entries, approvals, states,
-policies, a workflow's payloads) is built on its first validation (``defer_build``), so a stage pays only
-for the models it uses: building one costs 0.2-4 ms of a cold start."""
+"""The only models whose validators the entries' imports build: every stage's first record validates both
+(its input's EventBridge event and envelope). The settings are read by hand when every value is plain
+(``intentbus.config.plainly_valid``), so their validator is built only for a value that needs it. Every
+other model (facts, journal entries, approvals, states, policies, a workflow's payloads) is built on its
+first validation (``defer_build``), so a stage pays only for the models it uses: building one costs
+0.2-4 ms of a cold start."""
 
 
-def test_the_entries_build_no_model_but_the_settings_and_the_envelope() -> None:
+def test_the_entries_build_no_model_but_the_event_and_the_envelope() -> None:
     seen = _probe(
         _BUILT_MODELS_PROBE,
         *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
@@ -203,6 +203,33 @@ def test_the_entries_build_no_model_but_the_settings_and_the_envelope() -> None:
 
     assert seen["built"] == sorted(BUILT_AT_IMPORT)
     assert "intentbus.journal.LogEntry" in seen["deferred"], "the entries' models were imported"
+
+
+_SETTINGS_PROBE = """
+import json, os, runpy, sys
+os.environ.update(json.loads(sys.argv[1]))
+for path in sys.argv[2:]:
+    runpy.run_path(path)
+from intentbus.config import Settings
+from intentbus.runtime import Runtime
+runtime = Runtime.from_env()
+print(json.dumps({"built": Settings.__pydantic_complete__, "table": runtime.settings.idempotency_table}))
+"""
+
+
+def test_a_stage_reads_the_templates_settings_without_building_their_validator() -> None:
+    """A cold start's settings from the template's environment cost no validator (~21 M instructions)."""
+    from tests.unit.test_settings_plain_values import TEMPLATE
+
+    seen = _probe(
+        _SETTINGS_PROBE,
+        json.dumps({**TEMPLATE, "TRACING_BACKEND": "off"}),
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert seen == {"built": False, "table": TEMPLATE["IDEMPOTENCY_TABLE"]}
 
 
 FACTS_READ_OR_PUBLISHED = {
