@@ -232,6 +232,40 @@ def test_a_stage_reads_the_templates_settings_without_building_their_validator()
     assert seen == {"built": False, "table": TEMPLATE["IDEMPOTENCY_TABLE"]}
 
 
+_POLICIES_PROBE = """
+import json, os, runpy, sys
+os.environ.update(json.loads(sys.argv[1]))
+for path in sys.argv[2:]:
+    runpy.run_path(path)
+from intentbus.policy import Limit, Policy, Rule
+from intentbus.runtime import Runtime
+runtime = Runtime.from_env()
+workflows = runtime.deps.catalog.workflows
+print(json.dumps({
+    "built": [model.__name__ for model in (Limit, Rule, Policy) if model.__pydantic_complete__],
+    "rules": sorted(rule.id for workflow in workflows.values() for rule in workflow.policy.rules),
+}))
+"""
+
+
+def test_a_stage_makes_the_workflows_policies_without_building_their_validators() -> None:
+    """The workflows' policies, made at their import in every stage though only authorize evaluates them,
+    cost no validator (~5 M instructions of each cold start): ``intentbus.policy`` fills them by hand."""
+    from tests.unit.test_settings_plain_values import TEMPLATE
+
+    seen = _probe(
+        _POLICIES_PROBE,
+        json.dumps({**TEMPLATE, "TRACING_BACKEND": "off"}),
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert seen["built"] == []
+    assert "scale-production-needs-approval" in seen["rules"]
+    assert "crm-upsert" in seen["rules"]
+
+
 FACTS_READ_OR_PUBLISHED = {
     "validate": [],
     "decide": ["intentbus.facts.accepted"],
