@@ -9,10 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus.envelope import Envelope
 from intentbus.frozen import Frozen, fields_repr
-from intentbus.state import WorkflowState
 
 if TYPE_CHECKING:
     from intentbus.approval_record import Approval
+    from intentbus.state import WorkflowState
 
 
 class Outcome(StrEnum):
@@ -100,7 +100,7 @@ class Commit(Frozen):
     tenant_id: str
     run_id: str
     expected_version: int | None
-    state: WorkflowState | None = None
+    state: "WorkflowState | None" = None
     create: bool = False
     approval: "Approval | None" = None
     approval_was: ApprovalStatus | None = None
@@ -114,7 +114,7 @@ class Commit(Frozen):
         tenant_id: str,
         run_id: str,
         expected_version: int | None,
-        state: WorkflowState | None = None,
+        state: "WorkflowState | None" = None,
         create: bool = False,
         approval: "Approval | None" = None,
         approval_was: ApprovalStatus | None = None,
@@ -144,7 +144,7 @@ class Commit(Frozen):
 class Snapshot(Frozen):
     """What one store read found for a stage's input: the run, this stage's entry, what else was asked."""
 
-    state: WorkflowState | None
+    state: "WorkflowState | None"
     entry: LogEntry | None
     """This stage's entry for this input, if it was already recorded (a redelivery)."""
     resource_version: int | None = None
@@ -156,7 +156,7 @@ class Snapshot(Frozen):
 
     def __init__(
         self,
-        state: WorkflowState | None,
+        state: "WorkflowState | None",
         entry: LogEntry | None,
         resource_version: int | None = None,
         proofs: dict[str, LogEntry] | None = None,

@@ -1,8 +1,14 @@
-"""Policy as data: which command may run, may run after approval, or may not run."""
+"""Policy as data: which command may run, may run after approval, or may not run.
+
+A workflow module makes its ``Policy`` at import, in every stage, though only authorize evaluates it.
+Made from plain values (exact ``str``, ``Effect``, tuples of ``str``, ``int`` or ``float`` bounds, the
+models themselves), each model is filled as its validator would fill it without building that validator
+(some 5 M instructions of a cold start); any other input is validated by pydantic as before.
+"""
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +24,11 @@ class Limit(BaseModel):
 
     min: float | None = None
     max: float | None = None
+
+    if not TYPE_CHECKING:  # the plugin's signature stays the one type checkers see
+
+        def __init__(self, /, **data: Any) -> None:
+            _fill(self, data, _plain_limit(data))
 
 
 class Rule(BaseModel):
@@ -36,6 +47,11 @@ class Rule(BaseModel):
     """Numeric payload field (dotted path) -> bounds; a value outside them denies the command."""
     reason: str = ""
 
+    if not TYPE_CHECKING:
+
+        def __init__(self, /, **data: Any) -> None:
+            _fill(self, data, _plain_rule(data))
+
 
 class Verdict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -49,6 +65,11 @@ class Policy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     rules: tuple[Rule, ...] = ()
+
+    if not TYPE_CHECKING:
+
+        def __init__(self, /, **data: Any) -> None:
+            _fill(self, data, _plain_policy(data))
 
     def evaluate(
         self, *, command: str, payload: Mapping[str, Any], tenant_id: str, environment: str
@@ -96,3 +117,71 @@ def _limit_breach(rule: Rule, payload: Mapping[str, Any]) -> str | None:
         if limit.max is not None and value > limit.max:
             return f"{path}={value} is above the maximum {limit.max:g} of rule {rule.id}"
     return None
+
+
+def _fill(model: BaseModel, data: dict[str, Any], plain: dict[str, Any] | None) -> None:
+    """``model`` as validating ``data`` makes it; ``plain``: the values validation would give, if sure."""
+    if plain is None:
+        BaseModel.__init__(model, **data)
+        return
+    made = type(model).model_construct(**plain)
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        object.__setattr__(model, name, getattr(made, name))
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is tuple and all(type(item) is str for item in value)
+
+
+_UNSURE = object()
+
+
+def _bound(value: Any) -> Any:
+    """The bound as validated (an ``int`` read as the ``float`` it equals), ``_UNSURE`` if unsure."""
+    if value is None or type(value) is float:
+        return value
+    if type(value) is int and -(2**53) <= value <= 2**53:
+        return float(value)
+    return _UNSURE
+
+
+def _plain_limit(data: dict[str, Any]) -> dict[str, Any] | None:
+    if not data.keys() <= {"min", "max"}:
+        return None
+    plain = {name: _bound(value) for name, value in data.items()}
+    return None if _UNSURE in plain.values() else plain
+
+
+_RULE_STRINGS = ("id", "command", "reason")
+_RULE_FIELDS = frozenset({*_RULE_STRINGS, "effect", "tenants", "environments", "where", "limits"})
+
+
+def _plain_rule(data: dict[str, Any]) -> dict[str, Any] | None:
+    if not (data.keys() <= _RULE_FIELDS and {"id", "command", "effect"} <= data.keys()):
+        return None
+    plain = dict(data)
+    for name, value in data.items():
+        if name in _RULE_STRINGS:
+            sure = type(value) is str
+        elif name == "effect":
+            sure = type(value) is Effect
+        elif name in ("tenants", "environments"):
+            sure = value is None or _strings(value)
+        elif name == "where":
+            sure = type(value) is dict and all(type(k) is str and _strings(v) for k, v in value.items())
+            plain[name] = dict(value) if sure else None
+        else:  # limits
+            sure = type(value) is dict and all(type(k) is str and type(v) is Limit for k, v in value.items())
+            plain[name] = dict(value) if sure else None
+        if not sure:
+            return None
+    return plain
+
+
+def _plain_policy(data: dict[str, Any]) -> dict[str, Any] | None:
+    if not data.keys() <= {"rules"}:
+        return None
+    rules = data.get("rules", ())
+    if type(rules) is not tuple or not all(type(rule) is Rule for rule in rules):
+        return None
+    return dict(data)

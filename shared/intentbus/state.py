@@ -1,27 +1,14 @@
 """Workflow state and its transitions: pure functions, no AWS."""
 
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-
-class Status(StrEnum):
-    RUNNING = "RUNNING"
-    AWAITING_APPROVAL = "AWAITING_APPROVAL"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    DENIED = "DENIED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-    """A person cancelled the run while it was paused for review."""
-
-
-LEGACY_CHECKS = 0
-RECORDED_CHECKS = 1
-
-TERMINAL = frozenset({Status.COMPLETED, Status.DENIED, Status.FAILED, Status.CANCELLED})
+from intentbus.run_status import LEGACY_CHECKS as LEGACY_CHECKS  # noqa: PLC0414 - still named here
+from intentbus.run_status import RECORDED_CHECKS as RECORDED_CHECKS  # noqa: PLC0414 - still named here
+from intentbus.run_status import TERMINAL as TERMINAL  # noqa: PLC0414 - still named here
+from intentbus.run_status import Status as Status  # noqa: PLC0414 - still named here
 
 
 class BudgetOverride(BaseModel):

@@ -232,6 +232,70 @@ def test_a_stage_reads_the_templates_settings_without_building_their_validator()
     assert seen == {"built": False, "table": TEMPLATE["IDEMPOTENCY_TABLE"]}
 
 
+_POLICIES_PROBE = """
+import json, os, runpy, sys
+os.environ.update(json.loads(sys.argv[1]))
+for path in sys.argv[2:]:
+    runpy.run_path(path)
+from intentbus.policy import Limit, Policy, Rule
+from intentbus.runtime import Runtime
+runtime = Runtime.from_env()
+workflows = runtime.deps.catalog.workflows
+print(json.dumps({
+    "built": [model.__name__ for model in (Limit, Rule, Policy) if model.__pydantic_complete__],
+    "rules": sorted(rule.id for workflow in workflows.values() for rule in workflow.policy.rules),
+}))
+"""
+
+
+def test_a_stage_makes_the_workflows_policies_without_building_their_validators() -> None:
+    """The workflows' policies, made at their import in every stage though only authorize evaluates them,
+    cost no validator (~5 M instructions of each cold start): ``intentbus.policy`` fills them by hand."""
+    from tests.unit.test_settings_plain_values import TEMPLATE
+
+    seen = _probe(
+        _POLICIES_PROBE,
+        json.dumps({**TEMPLATE, "TRACING_BACKEND": "off"}),
+        *(str(ROOT / "functions" / stage / "app.py") for stage in STAGES),
+        AWS_DEFAULT_REGION="us-east-1",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert seen["built"] == []
+    assert "scale-production-needs-approval" in seen["rules"]
+    assert "crm-upsert" in seen["rules"]
+
+
+_RUN_STATE_PROBE = """
+import json, os, runpy, sys
+os.environ.update(json.loads(sys.argv[1]))
+runpy.run_path(sys.argv[2])
+from intentbus.runtime import Runtime
+import intentbus.adapters.dynamodb_guard
+runtime = Runtime.from_env()
+import intentbus.stages.execute
+loaded = "intentbus.state" in sys.modules
+from intentbus import run_status, state
+print(json.dumps({"loaded": loaded, "same": state.TERMINAL is run_status.TERMINAL}))
+"""
+
+
+def test_execute_leaves_the_run_state_model_to_a_state_read() -> None:
+    """Execute never reads a run's state on its way (its guard reads the status and trust rules,
+    ``intentbus.run_status``): its cold start creates no state model classes (~8 M instructions)."""
+    from tests.unit.test_settings_plain_values import TEMPLATE
+
+    seen = _probe(
+        _RUN_STATE_PROBE,
+        json.dumps({**TEMPLATE, "TRACING_BACKEND": "off"}),
+        str(ROOT / "functions" / "execute" / "app.py"),
+        AWS_DEFAULT_REGION="us-east-1",
+        POWERTOOLS_TRACE_DISABLED="true",
+    )
+
+    assert seen == {"loaded": False, "same": True}
+
+
 FACTS_READ_OR_PUBLISHED = {
     "validate": [],
     "decide": ["intentbus.facts.accepted"],

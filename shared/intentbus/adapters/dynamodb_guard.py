@@ -42,7 +42,7 @@ from intentbus.adapters.dynamodb_store import (
 )
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from intentbus.frozen import Frozen
-from intentbus.state import LEGACY_CHECKS, TERMINAL
+from intentbus.run_status import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -24,12 +24,12 @@ from intentbus.journal import (
     proof_key,
 )
 from intentbus.ports import SnapshotRequest
-from intentbus.state import WorkflowState
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from intentbus.approval_record import Approval
+    from intentbus.state import WorkflowState
 
 STATE_SK = "STATE"
 LOG_PREFIX = "LOG#"
@@ -79,6 +79,9 @@ def state_item(state: WorkflowState) -> dict[str, Any]:
 
 
 def state_from_item(item: Mapping[str, Any]) -> WorkflowState:
+    """The run's state model, loaded with the first state read (execute's cold start reads none)."""
+    from intentbus.state import WorkflowState
+
     return WorkflowState.model_validate_json(item["state"]["S"])
 
 
