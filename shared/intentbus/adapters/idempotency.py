@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 import time
@@ -171,11 +172,8 @@ class CommandHashes(BasePersistenceLayer):
         return super()._get_hashed_payload(data) if hashes is None else hashes[3]
 
     def _generate_hash(self, data: Any) -> str:
-        """Powertools' own hash of ``data``: the same JSON text, from an encoder made once per layer."""
-        encode: Callable[[Any], str] | None = self.__dict__.get("_key_json")
-        if encode is None:
-            encode = self.__dict__["_key_json"] = _sorted_json_encoder(_key_encoder_class())
-        return str(self.hash_function(encode(data).encode()).hexdigest())
+        """Powertools' own hash of ``data``: the same JSON text, from an encoder made once."""
+        return str(self.hash_function(_key_json()(data).encode()).hexdigest())
 
     def _command_hashes(
         self, data: dict[str, Any]
@@ -196,10 +194,18 @@ class CommandHashes(BasePersistenceLayer):
         return data.hashes
 
 
-def _key_encoder_class() -> type[json.JSONEncoder]:
+@functools.cache
+def _key_json() -> Callable[[Any], str]:
+    """Powertools' key encoder (what it hashes), made once."""
     from aws_lambda_powertools.utilities.idempotency.persistence import base
 
-    return base._IdempotencyKeyEncoder
+    return _sorted_json_encoder(base._IdempotencyKeyEncoder)
+
+
+@functools.cache
+def _response_json() -> Callable[[Any], str]:
+    """``json.dumps(result, cls=Encoder, sort_keys=True)``, as Powertools' save writes a result, made once."""
+    return _sorted_json_encoder(Encoder)
 
 
 def _sorted_json_encoder(encoder_class: type[json.JSONEncoder]) -> Callable[[Any], str]:
@@ -353,18 +359,9 @@ def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: 
         idempotency_key=key,
         status=COMPLETED,
         expiry_timestamp=layer._get_expiry_timestamp(),
-        response_data=_response_json(layer, result),
+        response_data=_response_json()(result),
         payload_hash=layer._get_hashed_payload(data),
     )
-
-
-def _response_json(layer: BasePersistenceLayer, result: dict[str, Any]) -> str:
-    """``json.dumps(result, cls=Encoder, sort_keys=True)``, as Powertools' save writes a result, by an
-    encoder made once per layer."""
-    encode: Callable[[Any], str] | None = layer.__dict__.get("_response_json")
-    if encode is None:
-        encode = layer.__dict__["_response_json"] = _sorted_json_encoder(Encoder)
-    return encode(result)
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
