@@ -14,7 +14,8 @@ attribute_parse (a DynamoDB request's attribute values read as the copies they a
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
 item's 400 KB check in one pass over its attributes), dynamo_results (a DynamoDB result's plain
 values taken as they are), xml_request_ids (a response body without an XML request id left
-unscanned) and event_aliases (botocore's event names aliased once per process, not once per client).
+unscanned), event_aliases (botocore's event names aliased once per process, not once per client) and
+deferred_keys (KMS keys' and Cognito user pools' private keys made when first read, not at creation).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from intentbus_local import (
     account_backends,
     attribute_parse,
     attribute_values,
+    deferred_keys,
     dynamo_results,
     dynamodb_hot_paths,
     event_aliases,
@@ -67,6 +69,7 @@ def apply() -> None:
     dynamo_results.apply()
     xml_request_ids.apply()
     event_aliases.apply()
+    deferred_keys.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:
