@@ -7,7 +7,8 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
-parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
+lexed or parsed once), condition_trees (a condition's tree kept per text and names, its values bound per
+call), attribute_values (DynamoDB's items serialized as the copies they are),
 stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
@@ -28,6 +29,7 @@ from intentbus_local import (
     account_backends,
     attribute_parse,
     attribute_values,
+    condition_trees,
     deferred_keys,
     dynamo_results,
     dynamodb_hot_paths,
@@ -60,6 +62,7 @@ def apply() -> None:
     sqs_hot_paths.apply()
     response_keys.apply()
     dynamodb_hot_paths.apply()
+    condition_trees.apply()
     attribute_values.apply()
     stack_template.apply()
     events_hot_paths.apply()
