@@ -7,14 +7,16 @@ action and parameter names), ``method_names_from_class`` (every response dispatc
 ``moto.core.utils``, ``utcfromtimestamp`` (``unix_time`` rebuilds the epoch on every call). It also
 installs sqs_hot_paths (SQS work in proportion to the request, not the queue's depth),
 response_keys (the response serializer's key lookups), dynamodb_hot_paths (each expression text
-parsed once), attribute_values (DynamoDB's items serialized as the copies they are),
+lexed or parsed once), condition_trees (a condition's tree kept per text and names, its values bound per
+call), attribute_values (DynamoDB's items serialized as the copies they are),
 stack_template (a JSON stack template read as JSON), events_hot_paths (an event flattened once
 for all of a bus's rules, a target's input read without JSONPath where a path names a top-level field),
 attribute_parse (a DynamoDB request's attribute values read as the copies they are),
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
 item's 400 KB check in one pass over its attributes), dynamo_results (a DynamoDB result's plain
 values taken as they are), xml_request_ids (a response body without an XML request id left
-unscanned) and event_aliases (botocore's event names aliased once per process, not once per client).
+unscanned), event_aliases (botocore's event names aliased once per process, not once per client) and
+deferred_keys (KMS keys' and Cognito user pools' private keys made when first read, not at creation).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from intentbus_local import (
     account_backends,
     attribute_parse,
     attribute_values,
+    condition_trees,
+    deferred_keys,
     dynamo_results,
     dynamodb_hot_paths,
     event_aliases,
@@ -58,6 +62,7 @@ def apply() -> None:
     sqs_hot_paths.apply()
     response_keys.apply()
     dynamodb_hot_paths.apply()
+    condition_trees.apply()
     attribute_values.apply()
     stack_template.apply()
     events_hot_paths.apply()
@@ -67,6 +72,7 @@ def apply() -> None:
     dynamo_results.apply()
     xml_request_ids.apply()
     event_aliases.apply()
+    deferred_keys.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

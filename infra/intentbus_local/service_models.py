@@ -3,7 +3,8 @@
 Every function's cold start in the local cloud, and each of moto's own clients, makes a botocore session
 whose loader would read the same JSON files again (about a sixth of a second per service here). The
 in-process local cloud (``backend.InProcessMoto``) shares them while it runs; tests and the fault
-harness do so for their whole process. Tooling only: what ships to Lambda reads its own.
+harness do so for their whole process. Tooling only: what ships to Lambda reads its own. The larger
+files are also decoded from a cache on disk while it is open (service_model_cache).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from typing import Any
+
+from intentbus_local.service_model_cache import cached_service_data
 
 _loaded: dict[tuple[object, ...], dict[Any, Any]] = {}
 """botocore's loaded JSON data by (loader class, search paths, extras types): the files never change."""
@@ -37,6 +40,7 @@ def shared_service_models() -> Iterator[None]:
 
     setattr(botocore.loaders.Loader, "__init__", init)  # noqa: B010
     try:
-        yield
+        with cached_service_data():
+            yield
     finally:
         setattr(botocore.loaders.Loader, "__init__", original)  # noqa: B010
