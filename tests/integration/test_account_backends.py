@@ -14,8 +14,14 @@ from moto import mock_aws
 from intentbus_local import account_backends, hot_paths
 
 
-def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _replaced() -> None:
+    """The replacement installed before any test runs: the first ``apply`` in a process imports and checks
+    all the code the local cloud replaces (seconds), which must not be timed as a hypothesis example."""
     hot_paths.apply()
+
+
+def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() -> None:
     assert account_backends.PINS.changed() == [], (
         f"moto changed code the local cloud replaces (found on {account_backends.PINS.found_on}): compare "
         "the replacement with moto's new code, then update its digest"
@@ -25,7 +31,6 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
 @pytest.fixture
 def backend_dicts() -> Iterator[tuple[Any, Any]]:
     """Two dicts of one moto backend class, not in use until a lookup lists them."""
-    hot_paths.apply()
     from moto.core.base_backend import BackendDict
     from moto.sqs.models import SQSBackend
 
@@ -84,7 +89,6 @@ def _played(lookups: list[_Lookup], resets: list[int], getitem: Any) -> list[_St
     resets=st.lists(st.integers(0, 11), max_size=2),
 )
 def test_each_lookup_answers_and_lists_as_moto_s_own(lookups: list[_Lookup], resets: list[int]) -> None:
-    hot_paths.apply()
     moto_getitem = account_backends.PINS.moto_original("BackendDict.__getitem__")
     with mock_aws():
         replaced = _played(lookups, resets, lambda backends, account_id: backends[account_id])
