@@ -11,14 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from intentbus_local import account_backends, hot_paths
+from intentbus_local import account_backends
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _replaced() -> None:
-    """The replacement installed before any test runs: the first ``apply`` in a process imports and checks
-    all the code the local cloud replaces (seconds), which must not be timed as a hypothesis example."""
-    hot_paths.apply()
+pytestmark = pytest.mark.usefixtures("hot_paths_applied")
 
 
 def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() -> None:
