@@ -4,6 +4,7 @@ reports each assignment as an error, and nothing else."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from pathlib import Path
@@ -56,10 +57,27 @@ def test_at_runtime_the_decorator_is_dataclass_and_the_plain_base_is_frozen() ->
     assert all(cls.__bases__ == (Frozen,) for cls in PLAIN)
 
 
-def test_the_classes_are_the_frozen_ones() -> None:
+def _declared_frozen() -> set[tuple[str, str]]:
+    """(module, class) of each class in the library whose written bases name ``Frozen`` or ``FrozenPlain``
+    (but ``FrozenPlain`` itself, as type checkers see it)."""
+    found = set()
+    for path in (ROOT / "shared").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT / "shared").with_suffix("").parts)
+        if module == "intentbus.frozen":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id in {"Frozen", "FrozenPlain"} for base in node.bases
+            ):
+                found.add((module, node.name))
+    return found
+
+
+def test_the_classes_are_every_frozen_one() -> None:
     assert all(issubclass(cls, Frozen) for cls in FROZEN)
     assert not any(dataclasses.is_dataclass(cls) for cls in PLAIN)
     assert len(FROZEN) == len(set(FROZEN)) == 29
+    assert {(cls.__module__, cls.__qualname__) for cls in FROZEN} == _declared_frozen()
 
 
 def test_mypy_reports_each_assignment_to_a_frozen_field(
