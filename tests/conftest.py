@@ -35,3 +35,14 @@ def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture(scope="session")
+def hot_paths_applied() -> None:
+    """The local cloud's replacements of moto's code installed (``intentbus_local.hot_paths``). The first
+    ``apply`` in a process imports and checks all the code they replace (1-4 s): a property test takes
+    this fixture so that cost is never timed as its first example (hypothesis's 200 ms deadline), whichever
+    test happens to run first."""
+    from intentbus_local import hot_paths
+
+    hot_paths.apply()

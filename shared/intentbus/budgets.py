@@ -9,16 +9,16 @@ when decide checks, so the check costs no DynamoDB call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from intentbus.definition import Budget, Workflow
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.state import BudgetOverride, WorkflowState
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class BudgetBreach(Frozen):
     """The budget limit a run crossed, why, and what it had spent."""
 

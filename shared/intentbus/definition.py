@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from intentbus.backoff import SQS_MAX_VISIBILITY_SECONDS
 from intentbus.envelope import Kind
 from intentbus.errors import ConfigurationError, IntentbusError
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.policy import Policy
 from intentbus.registry import TypeSpec
 
@@ -56,7 +56,7 @@ class Decision(BaseModel):
     """The model that produced the decision; ``None`` for a scripted agent."""
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class DecisionContext(Frozen):
     """What an agent is shown: the triggering event and the workflow's position, not the whole log."""
 
@@ -154,7 +154,7 @@ class RepairableAgent(Agent, Protocol):
         ...
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class ScriptedAgent(Frozen):
     """A deterministic agent: a plain function from context to decision (demo, tests, rules)."""
 
@@ -171,7 +171,7 @@ class ScriptedAgent(Frozen):
         return self.script(context)
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class ModelAgent(Frozen):
     """An agent whose decisions come from a language model, bound when the stage runs.
 
@@ -256,7 +256,7 @@ def _allows_any(resource: str) -> bool:
     return True
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class ToolContext(Frozen):
     """What a tool is given for one command: its tenant, run, idempotency key, AWS clients and settings."""
 
@@ -305,7 +305,7 @@ Reconcile = Callable[[Any, ToolContext], Mapping[str, Any] | None]
 """After an attempt whose outcome is unknown: the result if the effect happened, ``None`` if it did not."""
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Tool(Frozen):
     """A workflow's tool: the function that carries out a command, and how safe it is to repeat."""
 
@@ -352,7 +352,7 @@ def tool(
     return wrap
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class Budget(Frozen):
     """Limits per workflow; crossing one pauses the workflow for human review."""
 
@@ -376,7 +376,7 @@ class Budget(Frozen):
     __repr__ = fields_repr
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class RetryPolicy(Frozen):
     """How execute retries a command whose tool failed in a way worth retrying (``ToolError(retryable=
     True)``, throttling, a 5xx): attempt ``n`` that fails waits ``min(cap, base * 2**(n-1))`` plus a jitter
@@ -412,7 +412,7 @@ class RetryPolicy(Frozen):
         return found
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class CommandSpec(Frozen):
     """A command a workflow declares: its arguments' model, the tool that runs it and its retry policy."""
 
@@ -454,7 +454,7 @@ StepResults = Mapping[str, Mapping[str, Any]]
 """The results of a step's commands, by command id, in the order they were proposed."""
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Step(Frozen):
     """One step of a workflow: the event that starts it, who proposes its commands, and what it publishes."""
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from intentbus.envelope import Envelope
 
-from intentbus.frozen import Frozen
+from intentbus.frozen import FrozenPlain
 
 
 class ClaimStatus(StrEnum):
@@ -25,7 +25,7 @@ class ClaimStatus(StrEnum):
     removed or replaced it): the command is not run."""
 
 
-class Claim(Frozen):
+class Claim(FrozenPlain):
     """The guard's answer to claiming a command: its status, and on a refusal what stood in the way.
 
     Immutable, compared and hashed by its fields, shown with them, as the frozen dataclass it was (written

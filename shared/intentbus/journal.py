@@ -1,6 +1,6 @@
 """The workflow log: one entry per stage per input, written atomically with the state change."""
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from intentbus.envelope import Envelope
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 if TYPE_CHECKING:
     from intentbus.approval_record import Approval
@@ -88,7 +88,7 @@ class Authorization(BaseModel):
     at: datetime
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Commit(Frozen):
     """One atomic write: an optional state change, the log entry, and an optional approval.
 
@@ -140,7 +140,7 @@ class Commit(Frozen):
             raise ValueError("creating a run takes its first state and no expected version")
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class Snapshot(Frozen):
     """What one store read found for a stage's input: the run, this stage's entry, what else was asked."""
 
@@ -184,7 +184,7 @@ class CommitStatus(StrEnum):
     VERSION_CONFLICT = "version_conflict"
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class CommitResult(Frozen):
     """How a stage's write ended: committed, already recorded, or a version conflict."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -11,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from intentbus.envelope import Envelope
 from intentbus.errors import IntentbusError
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.journal import Commit, CommitResult, LogEntry, Snapshot
 
 if TYPE_CHECKING:
@@ -44,7 +43,7 @@ class WorkflowStore(Protocol):
     def entries(self, tenant_id: str, run_id: str) -> list[LogEntry]: ...
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class SnapshotRequest(Frozen):
     """The arguments of one ``WorkflowStore.snapshot``: what a record will read, known before it is read."""
 

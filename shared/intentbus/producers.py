@@ -20,11 +20,11 @@ producer input is quarantined until the deployment says who may send what.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from intentbus.envelope import TENANT_PATTERN
 from intentbus.errors import ConfigurationError
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 ANY = "*"
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
@@ -33,7 +33,7 @@ _TENANT = re.compile(TENANT_PATTERN)
 _PRINCIPAL = re.compile(r"^arn:[\w-]+:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/\S+$")
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class ProducerBindings(Frozen):
     """Which tenants each producer may send for, and the principal it sends as (``PRODUCER_BINDINGS``)."""
 

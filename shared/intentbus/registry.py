@@ -7,7 +7,6 @@ wherever the payload is logged, and the exported JSON Schema says ``"sensitive":
 
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,7 +14,7 @@ from pydantic.fields import FieldInfo
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 SENSITIVE: Any = Field(json_schema_extra={"sensitive": True})
 """Marks a payload field sensitive: ``email: Annotated[str, SENSITIVE]``."""
@@ -33,7 +32,7 @@ class Payload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class TypeSpec(Frozen):
     """A registered event or command type: its kind, payload model and the workflow that owns it."""
 

@@ -9,17 +9,16 @@ visibility to that wait (``VisibilityPort``) and reports the record as a batch i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from intentbus.errors import IntentbusError
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 if TYPE_CHECKING:
     from intentbus.stages.common import StageResult
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Delivery(Frozen):
     """Which delivery of an SQS message this is, and whether it is the last before its DLQ."""
 

@@ -24,13 +24,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.journal import Outcome
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def xray_trace_id(trace_id: str) -> str:
     return f"1-{digest[:8]}-{digest[8:32]}"
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class TraceHeader(Frozen):
     """An X-Ray trace header: ``Root=1-...;Parent=<16 hex>;Sampled=1`` (Parent and Sampled optional)."""
 

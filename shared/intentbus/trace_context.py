@@ -10,9 +10,8 @@ hops carry either.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.telemetry import TraceHeader
 
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
@@ -21,7 +20,7 @@ _INVALID_TRACE = "0" * 32
 _INVALID_SPAN = "0" * 16
 
 
-@dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
+@frozen_dataclass(init=False, repr=False, unsafe_hash=True)  # immutable (Frozen): hashed by value
 class TraceParent(Frozen):
     """A W3C ``traceparent``: the trace, the parent span and whether it is sampled."""
 

@@ -11,11 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from intentbus_local import account_backends, hot_paths
+from intentbus_local import account_backends
+
+pytestmark = pytest.mark.usefixtures("hot_paths_applied")
 
 
 def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() -> None:
-    hot_paths.apply()
     assert account_backends.PINS.changed() == [], (
         f"moto changed code the local cloud replaces (found on {account_backends.PINS.found_on}): compare "
         "the replacement with moto's new code, then update its digest"
@@ -25,7 +26,6 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
 @pytest.fixture
 def backend_dicts() -> Iterator[tuple[Any, Any]]:
     """Two dicts of one moto backend class, not in use until a lookup lists them."""
-    hot_paths.apply()
     from moto.core.base_backend import BackendDict
     from moto.sqs.models import SQSBackend
 
@@ -84,7 +84,6 @@ def _played(lookups: list[_Lookup], resets: list[int], getitem: Any) -> list[_St
     resets=st.lists(st.integers(0, 11), max_size=2),
 )
 def test_each_lookup_answers_and_lists_as_moto_s_own(lookups: list[_Lookup], resets: list[int]) -> None:
-    hot_paths.apply()
     moto_getitem = account_backends.PINS.moto_original("BackendDict.__getitem__")
     with mock_aws():
         replaced = _played(lookups, resets, lambda backends, account_id: backends[account_id])

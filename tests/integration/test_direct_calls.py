@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import boto3
 import botocore.session
+import moto.core.responses  # loaded where json_post_setup._date_header runs: on moto's response path
 import pytest
 from botocore.exceptions import ClientError
 from botocore.parsers import JSONParser
@@ -515,7 +516,6 @@ def test_a_handler_readied_by_the_direct_path_is_as_moto_readies_it(
 ) -> None:
     """The same attributes (query string, body, region, date, parameters, account...) or the same error,
     the same request environ, for JSON, CBOR and other bodies, with and without an account set."""
-    import moto.core.responses
 
     at = datetime.datetime(2026, 1, 2, 3, 4, 5, 678)
     with pytest.MonkeyPatch.context() as patched:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -88,9 +89,9 @@ def test_moto_s_replaced_code_is_the_code_the_replacement_was_written_against() 
     )
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
 @given(result=_RESULTS)
 def test_a_result_is_converted_as_moto_converts_it(result: Any) -> None:
-    hot_paths.apply()
     responses, _, utilities = _moto()
 
     converted = responses.DynamoResult(result).result

@@ -8,6 +8,7 @@ import warnings
 from typing import Any
 
 import boto3
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
@@ -76,12 +77,12 @@ def _event(detail: dict[str, Any], time: Any, ingested: Any) -> Any:
     }
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
 @given(detail=_detail, times=st.lists(st.tuples(_time, _time), min_size=1, max_size=3))
 def test_every_pattern_matches_as_moto_s_own_matching_does(
     detail: dict[str, Any], times: list[tuple[Any, Any]]
 ) -> None:
     """The same entry against every rule (each with its own clock reads), as put_events delivers it."""
-    hot_paths.apply()
     from moto.events.models import EventPattern
 
     moto_s = events_hot_paths.PINS.moto_original("EventPattern.matches_event")
@@ -155,6 +156,7 @@ _paths = st.sampled_from(
 )
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
 @given(
     fields=st.dictionaries(
         st.sampled_from(["id", "detail-type", "source", "account", "time", "region", "resources", "nope"]),
@@ -177,7 +179,6 @@ def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
 ) -> None:
     """Every outcome alike: the same input, or the same exception, over paths jsonpath_ng reads as one
     field and others, messages missing fields, and values that break the template."""
-    hot_paths.apply()
     from moto.events.utils import EventTemplateParser
 
     moto_s = events_hot_paths.PINS.moto_original("EventTemplateParser.parse")

@@ -54,11 +54,11 @@ def _outcome(init: Any, attrs: Any) -> tuple[Any, ...]:
     return ("built", type(item.attrs).__name__, [(k, repr(v)) for k, v in item.attrs.items()])
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
 @given(attrs=_ATTRIBUTES)
 def test_an_item_is_built_as_moto_builds_it_or_refused_as_moto_refuses_it(attrs: dict[str, Any]) -> None:
     from moto.dynamodb.models.dynamo_type import Item
 
-    hot_paths.apply()
     moto_init = item_sizes.PINS.moto_original("Item.__init__")
 
     assert _outcome(Item.__init__, attrs) == _outcome(moto_init, attrs)

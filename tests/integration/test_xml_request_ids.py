@@ -39,11 +39,11 @@ def _enriched(enrich: Any, headers: dict[str, Any], body: Any, seed: int) -> tup
     return enrich(dict(headers), body)  # type: ignore[no-any-return]
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
 @given(headers=_HEADERS, body=_BODIES, seed=st.integers(0, 2**32))
 def test_each_response_is_enriched_as_moto_s_own_enriches_it(
     headers: dict[str, Any], body: Any, seed: int
 ) -> None:
-    hot_paths.apply()
     from moto.core.responses import BaseResponse
 
     moto_s = xml_request_ids.PINS.moto_original("BaseResponse._enrich_response")

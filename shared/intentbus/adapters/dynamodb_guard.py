@@ -41,7 +41,7 @@ from intentbus.adapters.dynamodb_store import (
     run_pk,
 )
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
-from intentbus.frozen import Frozen
+from intentbus.frozen import FrozenPlain
 from intentbus.run_status import LEGACY_CHECKS, TERMINAL
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ _PROJECTION = {
 """What a check reads of the run's state and the authorization items."""
 
 
-class ClaimActions(Frozen):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
+class ClaimActions(FrozenPlain):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
     """A claim as read and prepared: the guard's refusal if its read already refused, else the resource
     move (no action for a command without a resource) for one write, and how to read its cancellation."""
 

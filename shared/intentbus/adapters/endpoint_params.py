@@ -20,7 +20,7 @@ from typing import Any
 
 import jmespath  # type: ignore[import-untyped]  # botocore's own dependency
 
-from intentbus.frozen import Frozen
+from intentbus.frozen import FrozenPlain
 
 _NEEDED = (
     "_param_definitions",
@@ -33,7 +33,7 @@ _NEEDED = (
 )
 
 
-class _Source(Frozen):
+class _Source(FrozenPlain):
     """Where one ruleset parameter's value may come from, in botocore's order of precedence. A slotted
     class, not a ``NamedTuple`` (whose generated ``__new__`` cost a cold start 1 M instructions)."""
 

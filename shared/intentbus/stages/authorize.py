@@ -12,7 +12,7 @@ from intentbus import facts
 from intentbus.definition import CommandSpec, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.frozen import Frozen
+from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import approval_id, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
@@ -46,7 +46,7 @@ _Declared = tuple[Workflow, CommandSpec, BaseModel]
 """A command's workflow, its spec and its typed arguments."""
 
 
-@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+@frozen_dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class _Turn(Frozen):
     """One proposed command with the run it is authorized against, as read."""
 

@@ -21,7 +21,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
-from intentbus.frozen import Frozen, fields_repr
+from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.ids import canonical_json, canonical_json_less, digest, text_digest
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
@@ -31,7 +31,7 @@ from intentbus.producers import ProducerBindings
 FactT = TypeVar("FactT", bound=BaseModel)
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class StageResult(Frozen):
     """How one message ended, and what the stage published for it."""
 
@@ -120,7 +120,7 @@ class BatchReadingStage(Stage):
         return self._parsed.pop(body, None)
 
 
-@dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
+@frozen_dataclass(init=False, repr=False, eq=False)  # never compared; methods by hand (intentbus.frozen)
 class Fact(Frozen, Generic[FactT]):
     """A pipeline fact read from a message: its envelope and its payload, typed."""
 

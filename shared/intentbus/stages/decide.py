@@ -25,7 +25,7 @@ from intentbus.definition import (
 )
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.frozen import Frozen
+from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, digest, idempotency_key, input_identity
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.limits import (
@@ -63,7 +63,7 @@ _Proofs = tuple[tuple[str, str], ...]
 logger = logging.getLogger(__name__)
 
 
-@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+@frozen_dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class _Turn(Frozen):
     """One attempt at deciding on one accepted event."""
 
@@ -120,7 +120,7 @@ class _Turn(Frozen):
         )
 
 
-@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+@frozen_dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class _Checked(Frozen):
     """A decision that passed ``_checked``, with each proposed payload as its command's model has it."""
 

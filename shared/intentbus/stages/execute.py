@@ -39,7 +39,7 @@ from intentbus.definition import (
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
-from intentbus.frozen import Frozen
+from intentbus.frozen import FrozenPlain
 from intentbus.journal import Outcome
 from intentbus.limits import bounded_result, cut
 from intentbus.policy import Effect
@@ -275,7 +275,7 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
         return publish(self.deps, Outcome.APPLIED if made else Outcome.DUPLICATE, incoming, (output,))
 
 
-class _Read(Frozen):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
+class _Read(FrozenPlain):  # never compared nor printed (equal only to itself): ``intentbus.frozen``
     """A CommandAuthorized as read from its body, with the authorization digest its claim checks."""
 
     fact: Fact[facts.CommandAuthorized]

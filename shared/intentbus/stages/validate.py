@@ -19,7 +19,7 @@ from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.frozen import Frozen
+from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
@@ -53,7 +53,7 @@ class InputSender(Protocol):
         ...
 
 
-@dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
+@frozen_dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand
 class BusSender(Frozen):
     """An EventBridge producer: the event's account and source, bound by ``ProducerBindings``."""
 
