@@ -1,6 +1,7 @@
 """Decide's CommandProposed and authorize's CommandAuthorized and CommandDenied payloads, made from the
 dumps of the validated models they hold, are what the facts' models dump: the same JSON text, key for
-key and type for type; any other values are left to the models, as before."""
+key and type for type; any other values are left to the models, as before. Authorize's check that a
+step offers a command is its offer's."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentbus import facts
-from intentbus.definition import Decision, ProposedCommand, TokenUsage
+from intentbus.definition import Decision, ProposedCommand, Step, TokenUsage, Workflow
 from intentbus.envelope import Envelope, Kind
-from intentbus.policy import Effect, Verdict
-from intentbus.stages.authorize import authorized_json, denied_json
+from intentbus.policy import Effect, Policy, Verdict
+from intentbus.stages.authorize import authorized_json, denied_json, offers
 from intentbus.stages.decide import proposed_json
+from intentbus.workflows import direct_tool, incident
+from intentbus_faults import fanout_workflow
 
 
 def _same(made: dict[str, Any], dumped: dict[str, Any]) -> None:
@@ -174,3 +177,21 @@ def test_a_decision_not_validated_is_left_to_the_model() -> None:
         command=_command(), decision_id="d", agent="a", rationale="why", evidence={}, confidence=1
     ).model_dump(mode="json")
     _same(payload, expected)
+
+
+def test_a_step_offers_what_its_offer_holds() -> None:
+    for workflow in (incident.workflow, direct_tool.workflow, fanout_workflow.workflow, _tools_undeclared()):
+        names = {*workflow.commands, *workflow.events, "undeclared", ""}
+        for step in workflow.steps.values():
+            names.update(step.tools or ())
+            for name in sorted(names):
+                assert offers(workflow, step, name) is (name in workflow.offered(step)), (step.on, name)
+
+
+def _tools_undeclared() -> Workflow:
+    """A workflow whose step names a tool it does not declare (the catalog refuses it; the check holds)."""
+    workflow = Workflow(name="w", version="1", policy=Policy())
+    workflow.commands["charge"] = workflow.commands["refund"] = incident.workflow.commands["scale_service"]
+    workflow.step(Step(on="e", agent=None, outcome="o", tools=("charge", "undeclared")))
+    workflow.step(Step(on="f", agent=None, outcome="o"))
+    return workflow

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from intentbus import facts
-from intentbus.definition import CommandSpec, Workflow
+from intentbus.definition import CommandSpec, Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen
@@ -393,7 +393,7 @@ def _outside_step(
 ) -> Verdict | None:
     """A command its step does not offer, or of another step, is denied whatever the policy says."""
     step = workflow.steps.get(state.step_on)
-    if step is None or command.type not in workflow.offered(step):
+    if step is None or not offers(workflow, step, command.type):
         return Verdict(
             effect=Effect.DENY,
             rule="step-tools",
@@ -406,6 +406,11 @@ def _outside_step(
             reason=f"the command is for step {command.step_index}; the run is at step {state.step_index}",
         )
     return None
+
+
+def offers(workflow: Workflow, step: Step, name: str) -> bool:
+    """``name in workflow.offered(step)``, without making the step's offer for each command."""
+    return name in workflow.commands and (step.tools is None or name in step.tools)
 
 
 def _outside_resources(
