@@ -88,17 +88,15 @@ def spend(state: WorkflowState, *, depth: int, now: datetime) -> dict[str, int |
 
 
 def check(budget: Budget, state: WorkflowState, *, depth: int, now: datetime) -> BudgetBreach | None:
-    spent = spend(state, depth=depth, now=now)
+    # What was spent is told only with a breach: a run within its budget (nearly every one) skips it.
     if depth > budget.max_depth:
-        return BudgetBreach("depth", f"causation depth {depth} is over the limit {budget.max_depth}", spent)
-    if state.steps_taken >= budget.max_steps:
-        return BudgetBreach(
-            "steps", f"{state.steps_taken} steps taken, the limit is {budget.max_steps}", spent
-        )
-    if state.tokens_used >= budget.max_tokens:
-        return BudgetBreach(
-            "tokens", f"{state.tokens_used} tokens used, the limit is {budget.max_tokens}", spent
-        )
-    if now - state.started_at > budget.deadline:
-        return BudgetBreach("deadline", f"the run is older than its deadline of {budget.deadline}", spent)
-    return None
+        limit, reason = "depth", f"causation depth {depth} is over the limit {budget.max_depth}"
+    elif state.steps_taken >= budget.max_steps:
+        limit, reason = "steps", f"{state.steps_taken} steps taken, the limit is {budget.max_steps}"
+    elif state.tokens_used >= budget.max_tokens:
+        limit, reason = "tokens", f"{state.tokens_used} tokens used, the limit is {budget.max_tokens}"
+    elif now - state.started_at > budget.deadline:
+        limit, reason = "deadline", f"the run is older than its deadline of {budget.deadline}"
+    else:
+        return None
+    return BudgetBreach(limit, reason, spend(state, depth=depth, now=now))

@@ -8,6 +8,7 @@ models themselves), each model is filled as its validator would fill it without 
 
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,18 +75,50 @@ class Policy(BaseModel):
     def evaluate(
         self, *, command: str, payload: Mapping[str, Any], tenant_id: str, environment: str
     ) -> Verdict:
-        for rule in self.rules:
+        for rule in _rules_for(self, command):
             if not _matches(rule, command, payload, tenant_id, environment):
                 continue
             breach = _limit_breach(rule, payload)
             if breach is not None:
                 return Verdict(effect=Effect.DENY, rule=rule.id, reason=breach)
-            return Verdict(effect=rule.effect, rule=rule.id, reason=rule.reason or f"rule {rule.id}")
+            return _rule_verdict(rule.effect, rule.id, rule.reason or f"rule {rule.id}")
         return Verdict(
             effect=Effect.DENY,
             rule="default-deny",
             reason=f"no policy rule allows {command!r} for tenant {tenant_id!r} in {environment!r}",
         )
+
+
+_Index = tuple[Policy, tuple[Rule, ...], dict[str, tuple[Rule, ...]], tuple[Rule, ...]]
+"""A policy, the rules it was made for, its rules by command type (the ``*`` ones among them, in
+order), and its ``*`` rules alone (for a command no rule names)."""
+_INDEXES: dict[int, _Index] = {}
+_INDEXES_KEPT = 64
+
+
+def _rules_for(policy: Policy, command: str) -> tuple[Rule, ...]:
+    """The policy's rules that may match ``command`` (named for it or ``*``), in the policy's order:
+    the others cannot match (``_matches``). Indexed once per policy: a deployment has a few, fixed.
+
+    Keyed by the policy's identity and checked against it and its very rules tuple, so an index never
+    serves another policy (a new one at a reused address, or a copy with other rules)."""
+    index = _INDEXES.get(id(policy))
+    if index is None or index[0] is not policy or index[1] is not policy.rules:
+        if len(_INDEXES) >= _INDEXES_KEPT:
+            _INDEXES.clear()
+        rules = policy.rules
+        named = {rule.command for rule in rules}
+        by_command = {name: tuple(rule for rule in rules if rule.command in (name, "*")) for name in named}
+        index = (policy, rules, by_command, tuple(rule for rule in rules if rule.command == "*"))
+        _INDEXES[id(policy)] = index
+    found = index[2].get(command)
+    return index[3] if found is None else found
+
+
+@lru_cache(maxsize=256)
+def _rule_verdict(effect: Effect, rule: str, reason: str) -> Verdict:
+    """A matched rule's verdict: the same for every command it matches, and immutable, so made once."""
+    return Verdict(effect=effect, rule=rule, reason=reason)
 
 
 def _lookup(payload: Mapping[str, Any], path: str) -> Any:

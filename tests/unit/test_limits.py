@@ -263,6 +263,17 @@ def test_published_size_is_the_entry_size_of_what_the_bus_sends() -> None:
     assert published_size(envelope) == entry_size(to_entry(envelope, "bus"))
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [{}, {"claim_check": {}}, {"claim_check": {}, "other": 1}, {"other": 1}, {"claim_checks": {}}],
+)
+def test_only_a_payload_of_the_claim_check_alone_is_read_as_a_reference(payload: dict[str, Any]) -> None:
+    reference = {"key": f"{TENANT}/{'0' * 64}", "sha256": "0" * 64, "bytes": 2}
+    given = {name: reference if name == "claim_check" else value for name, value in payload.items()}
+    found = reference_of(sample_envelope(payload=given))
+    assert (found is not None) is (set(given) == {"claim_check"})
+
+
 def test_the_threshold_setting_is_held_within_its_bounds() -> None:
     assert claim_check_threshold({}) == DEFAULT_CLAIM_CHECK_BYTES
     assert claim_check_threshold({"INTENTBUS_CLAIM_CHECK_BYTES": "10"}) == 1024

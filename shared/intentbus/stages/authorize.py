@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from intentbus import facts
-from intentbus.definition import CommandSpec, Workflow
+from intentbus.definition import CommandSpec, Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
@@ -18,7 +18,6 @@ from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.policy import Effect, Verdict
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.principals import canonical
-from intentbus.registry import Payload
 from intentbus.stages.common import (
     COMMIT_ATTEMPTS,
     BatchReadingStage,
@@ -287,29 +286,23 @@ class AuthorizeStage(BatchReadingStage):
         command = turn.fact.command
         approval: Approval | None = None
         new_state: WorkflowState | None = turn.state if turn.is_new else None
-        payload: Payload
         authorization = None
         if verdict.effect is Effect.ALLOW:
             fact_type, outcome = facts.COMMAND_AUTHORIZED, Outcome.APPLIED
-            payload = facts.CommandAuthorized(
-                command=command,
-                verdict=verdict,
-                resource_version=turn.resource_version,
-            )
+            dumped = authorized_json(command, verdict, turn.resource_version)
         elif verdict.effect is Effect.DENY:
             fact_type, outcome = facts.COMMAND_DENIED, Outcome.DENIED
-            payload = facts.CommandDenied(command=command, verdict=verdict)
+            dumped = denied_json(command, verdict)
         else:
             fact_type, outcome = facts.HUMAN_APPROVAL_REQUIRED, Outcome.WAITING
             approval, new_state = _approval(turn, self.deps)
-            payload = facts.HumanApprovalRequired(
+            dumped = facts.HumanApprovalRequired(
                 command=command,
                 verdict=verdict,
                 approval_id=approval.approval_id,
                 expires_at=approval.expires_at,
-            )
+            ).model_dump(mode="json")
         version = (new_state or turn.state).version
-        dumped = payload.model_dump(mode="json")
         output = turn.proposed.follow(
             stage=STAGE,
             type=fact_type,
@@ -333,7 +326,7 @@ class AuthorizeStage(BatchReadingStage):
             outputs=(output,),
             summary={
                 "command_id": command.id,
-                "verdict": verdict.model_dump(mode="json"),
+                "verdict": dict(dumped["verdict"]),
                 "reason": verdict.reason,
             },
         )
@@ -348,6 +341,39 @@ class AuthorizeStage(BatchReadingStage):
             authorization=authorization,
         )
         return commit_then_publish(self.deps, self.store, commit, turn.proposed)
+
+
+def authorized_json(command: Envelope, verdict: Verdict, resource_version: int | None) -> dict[str, Any]:
+    """``facts.CommandAuthorized(command=..., verdict=..., resource_version=...).model_dump(mode="json")``:
+    the same keys in the same order, made from the dumps of the validated models it would hold (validating
+    them again would only copy them). Values of any other type are left to the model, as before."""
+    if not (_plain(command, verdict) and (resource_version is None or type(resource_version) is int)):
+        return facts.CommandAuthorized(
+            command=command, verdict=verdict, resource_version=resource_version
+        ).model_dump(mode="json")
+    return {
+        "command": command.to_json_dict(),
+        "verdict": _verdict_json(verdict),
+        "resource_version": resource_version,
+    }
+
+
+def denied_json(command: Envelope, verdict: Verdict) -> dict[str, Any]:
+    """``facts.CommandDenied(command=..., verdict=...).model_dump(mode="json")``, as ``authorized_json``."""
+    if not _plain(command, verdict):
+        return facts.CommandDenied(command=command, verdict=verdict).model_dump(mode="json")
+    return {"command": command.to_json_dict(), "verdict": _verdict_json(verdict)}
+
+
+def _plain(command: Envelope, verdict: Verdict) -> bool:
+    """Exactly the models the facts' fields declare (a subclass dumps its own fields, the fact's do not),
+    the verdict's effect an ``Effect``."""
+    return type(command) is Envelope and type(verdict) is Verdict and type(verdict.effect) is Effect
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """``verdict.model_dump(mode="json")``: its effect's value and its two texts."""
+    return {"effect": verdict.effect.value, "rule": verdict.rule, "reason": verdict.reason}
 
 
 def _producers(proposed: Envelope, fact: facts.CommandProposed) -> list[tuple[str, str]]:
@@ -367,7 +393,7 @@ def _outside_step(
 ) -> Verdict | None:
     """A command its step does not offer, or of another step, is denied whatever the policy says."""
     step = workflow.steps.get(state.step_on)
-    if step is None or command.type not in workflow.offered(step):
+    if step is None or not offers(workflow, step, command.type):
         return Verdict(
             effect=Effect.DENY,
             rule="step-tools",
@@ -380,6 +406,11 @@ def _outside_step(
             reason=f"the command is for step {command.step_index}; the run is at step {state.step_index}",
         )
     return None
+
+
+def offers(workflow: Workflow, step: Step, name: str) -> bool:
+    """``name in workflow.offered(step)``, without making the step's offer for each command."""
+    return name in workflow.commands and (step.tools is None or name in step.tools)
 
 
 def _outside_resources(

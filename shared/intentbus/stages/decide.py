@@ -95,8 +95,15 @@ class _Turn(Frozen):
         object.__setattr__(self, "payload", payload)
 
     def output(
-        self, type_name: str, payload: Payload, *, version: int, index: int = 0, step_index: int | None = None
+        self,
+        type_name: str,
+        payload: Payload | dict[str, Any],
+        *,
+        version: int,
+        index: int = 0,
+        step_index: int | None = None,
     ) -> Envelope:
+        """``payload``: the fact's model, or its ``model_dump(mode="json")`` already made."""
         return self.accepted.follow(
             stage=STAGE,
             type=type_name,
@@ -105,7 +112,7 @@ class _Turn(Frozen):
             time=self.now,
             source=facts.PIPELINE_SOURCE,
             version=version,
-            payload=payload.model_dump(mode="json"),
+            payload=payload if isinstance(payload, dict) else payload.model_dump(mode="json"),
             step_index=step_index,
         )
 
@@ -400,17 +407,11 @@ class DecideStage(BatchReadingStage):
             is_new=turn.is_new,
         )
         decision_id = derive_id(turn.accepted.id, "decision")
+        dumped = decision.model_dump(mode="json")
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
-                facts.CommandProposed(
-                    command=command,
-                    decision_id=decision_id,
-                    agent=decision.agent,
-                    rationale=decision.rationale,
-                    evidence=decision.evidence,
-                    confidence=decision.confidence,
-                ),
+                proposed_json(command, decision_id, decision, dumped),
                 version=state.version,
                 index=index,
                 step_index=step_index,
@@ -428,7 +429,7 @@ class DecideStage(BatchReadingStage):
             summary={
                 "decision_id": decision_id,
                 "event_id": turn.event.id,
-                "decision": _summarized(decision),
+                "decision": _summarized(dumped),
             },
         )
         return commit_then_publish(self.deps, self.store, turn.commit(entry, state), turn.accepted)
@@ -525,13 +526,48 @@ SUMMARY_PAYLOAD_BYTES = 4 * 1024
 entry's outputs hold it whole, and one DynamoDB item holds both (400 KB at most)."""
 
 
-def _summarized(decision: Decision) -> dict[str, Any]:
-    summary = decision.model_dump(mode="json")
+def _summarized(summary: dict[str, Any]) -> dict[str, Any]:
+    """The decision's ``model_dump(mode="json")``, its large payloads replaced by their size and sha256."""
     for command in summary["commands"]:
         size = json_bytes(command["payload"])
         if size > SUMMARY_PAYLOAD_BYTES:
             command["payload"] = {"bytes": size, "sha256": digest(command["payload"]), "in": "outputs"}
     return summary
+
+
+def proposed_json(
+    command: Envelope, decision_id: str, decision: Decision, dumped: dict[str, Any]
+) -> dict[str, Any]:
+    """``facts.CommandProposed`` of ``command`` and ``decision`` as ``model_dump(mode="json")`` writes it,
+    the same keys in the same order, from ``dumped`` (``decision.model_dump(mode="json")``): validating
+    the decision's values again would only copy them. Values of other types are left to the model."""
+    evidence = decision.evidence
+    if not (
+        type(command) is Envelope
+        and type(decision) is Decision
+        and type(decision.agent) is str
+        and type(decision.rationale) is str
+        and type(decision.confidence) is float
+        and type(evidence) is dict
+        and all(type(key) is str for key in evidence)
+    ):
+        return facts.CommandProposed(
+            command=command,
+            decision_id=decision_id,
+            agent=decision.agent,
+            rationale=decision.rationale,
+            evidence=evidence,
+            confidence=decision.confidence,
+        ).model_dump(mode="json")
+    return {
+        "command": command.to_json_dict(),
+        "decision_id": decision_id,
+        "agent": dumped["agent"],
+        "producer": None,
+        "rationale": dumped["rationale"],
+        "evidence": dumped["evidence"],
+        "confidence": dumped["confidence"],
+    }
 
 
 def _oversized(decision: Decision) -> list[MalformedInput]:
