@@ -41,8 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from aws_lambda_powertools import Logger, Metrics
@@ -66,10 +65,6 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
     from intentbus.adapters.eventbridge_bus import EventBridgeBus
-
-
-_NOTHING_NOTED: Mapping[str, span_notes.Value] = MappingProxyType({})
-"""A silent span's notes: with no span to give them to, no scope collects what a stage notes."""
 
 
 @runtime_checkable
@@ -219,63 +214,50 @@ class SqsStageHandler:
             return self._handle(raw)
 
     def _handle(self, raw: dict[str, Any]) -> str:
+        message_id = raw.get("messageId")
         started = time.perf_counter()
-        with spans.active().record(self.stage, raw, self._tracer) as span:
-            if not spans.recording(span):  # nothing would read what the stage notes: no scope to hold it
-                return self._handled(raw, started, span, _NOTHING_NOTED)
+        with (
+            spans.active().record(self.stage, raw, self._tracer) as span,
+            span_notes.collecting() as notes,
+        ):
             attributes = raw.get("attributes")
             if isinstance(attributes, dict):
                 span.metadata("aws_trace_header", attributes.get("AWSTraceHeader"))
-            with span_notes.collecting() as notes:
-                return self._handled(raw, started, span, notes)
-
-    def _handled(
-        self,
-        raw: dict[str, Any],
-        started: float,
-        span: spans.RecordSpan,
-        notes: Mapping[str, span_notes.Value],
-    ) -> str:
-        message_id = raw.get("messageId")
-        try:
-            result = self._process(raw, message_id if isinstance(message_id, str) else None)
-        except Exception:
-            keys = self._claimed(raw)
-            span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
-            self._logger.exception("record failed; SQS will retry it", extra=keys)
-            self._counts.add((telemetry.FAILED,))
-            self._latencies.add((time.perf_counter() - started) * 1000)
-            raise
-        envelope = result.envelope
-        ids: dict[str, Any]
-        if envelope is None:  # quarantined before its envelope was read: what the body claims
-            ids = self._claimed(raw) | {"outcome": result.outcome.value}
-        else:
-            ids = {
-                "stage": self.stage,
-                "message_id": message_id,
-                "outcome": result.outcome.value,
-                **telemetry.envelope_ids(envelope),
-            }
-        if spans.recording(span):
-            step = None if envelope is None else envelope.step_index
-            span.annotate({**ids, **notes, "step_index": step})
-            span.metadata("record", telemetry.record_metadata(result, message_id))
-        milliseconds = (time.perf_counter() - started) * 1000
-        self._record_log.processed(
-            {
-                **ids,
-                "correlation_id": None if envelope is None else envelope.correlation_id,
-                "reason": result.reason,
-                "published": [out.type for out in result.published],
-            },
-            milliseconds,
-        )
-        if self._logs_payloads:
-            self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
-        self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
-        self._latencies.add(milliseconds)
-        return result.outcome.value
+            try:
+                result = self._process(raw, message_id if isinstance(message_id, str) else None)
+            except Exception:
+                keys = self._claimed(raw)
+                span.annotate({**keys, **notes, "outcome": telemetry.FAILED})
+                self._logger.exception("record failed; SQS will retry it", extra=keys)
+                self._counts.add((telemetry.FAILED,))
+                self._latencies.add((time.perf_counter() - started) * 1000)
+                raise
+            envelope = result.envelope
+            ids: dict[str, Any]
+            if envelope is None:  # quarantined before its envelope was read: what the body claims
+                ids = self._claimed(raw) | {"outcome": result.outcome.value}
+            else:
+                ids = {"stage": self.stage, "message_id": message_id, "outcome": result.outcome.value}
+                ids |= telemetry.envelope_ids(envelope)
+            if spans.recording(span):
+                step = None if envelope is None else envelope.step_index
+                span.annotate({**ids, **notes, "step_index": step})
+                span.metadata("record", telemetry.record_metadata(result, message_id))
+            milliseconds = (time.perf_counter() - started) * 1000
+            self._record_log.processed(
+                {
+                    **ids,
+                    "correlation_id": None if envelope is None else envelope.correlation_id,
+                    "reason": result.reason,
+                    "published": [out.type for out in result.published],
+                },
+                milliseconds,
+            )
+            if self._logs_payloads:
+                self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
+            self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
+            self._latencies.add(milliseconds)
+            return result.outcome.value
 
     def _claimed(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The keys of a record's lines before (or without) its envelope: the stage, its message id and the

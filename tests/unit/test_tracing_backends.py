@@ -19,14 +19,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from intentbus import span_notes, spans, telemetry
+from intentbus import spans, telemetry
 from intentbus.adapters.eventbridge_bus import EventBridgeBus
 from intentbus.catalog import Catalog
 from intentbus.config import Settings
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import ConfigurationError, MalformedInput
 from intentbus.handler import SqsStageHandler
-from intentbus.journal import Outcome
 from intentbus.otel_spans import OtelBackend, new_provider
 from intentbus.stages.common import StageCore, StageResult, fact_digest
 from intentbus.testing import InMemoryPipeline
@@ -318,43 +317,3 @@ def test_off_makes_no_span_and_changes_no_context() -> None:
         spans.use(previous)
     (entry,) = client.entries
     assert json.loads(entry["Detail"])["traceparent"] == PRODUCER
-
-
-class _Noting:
-    """A stage core that notes what it did, and says whether a scope was open to collect it."""
-
-    def __init__(self) -> None:
-        self.scopes: list[bool] = []
-
-    def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        self.scopes.append(span_notes._notes.get() is not None)
-        span_notes.note({span_notes.TOOL: "restart_service", span_notes.ATTEMPT: 2})
-        return StageResult(outcome=Outcome.APPLIED)
-
-    def reject(self, error: MalformedInput, body: str, message_id: str | None = None) -> StageResult:
-        raise AssertionError("not rejected")
-
-    def bind(self, context: LambdaContext) -> None:
-        return None
-
-
-def test_a_stage_s_notes_reach_a_recording_span(exporter: InMemorySpanExporter) -> None:
-    core = _Noting()
-    handler_over(core).handle_batch({"Records": [sqs_record("m-1", signup())]}, cast(LambdaContext, None))
-    (span,) = exporter.get_finished_spans()
-    assert core.scopes == [True]
-    assert (span.attributes or {})[span_notes.TOOL] == "restart_service"
-    assert (span.attributes or {})[span_notes.ATTEMPT] == 2
-
-
-def test_with_no_span_no_scope_collects_a_stage_s_notes() -> None:
-    core = _Noting()
-    previous = spans.use(spans.OffBackend())
-    try:
-        response = handler_over(core).handle_batch(
-            {"Records": [sqs_record("m-1", signup()), sqs_record("m-2", signup())]}, cast(LambdaContext, None)
-        )
-    finally:
-        spans.use(previous)
-    assert response == {"batchItemFailures": []}
-    assert core.scopes == [False, False]
