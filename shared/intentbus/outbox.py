@@ -33,9 +33,14 @@ class Outbox:
         finally:
             self._held, self._record = None, None
 
-    def record(self, key: Hashable) -> RecordScope:
+    @contextmanager
+    def record(self, key: Hashable) -> Iterator[None]:
         """Entries held until this closes belong to the record ``key``."""
-        return RecordScope(self, key)
+        previous, self._record = self._record, key
+        try:
+            yield
+        finally:
+            self._record = previous
 
     def hold(self, entries: list[Entry]) -> bool:
         """Keeps ``entries`` for the batch's end; ``False`` when no batch is open (send them now)."""
@@ -48,22 +53,3 @@ class Outbox:
         """The entries held so far, each with its record's key; the outbox is empty afterwards."""
         held, self._held = self._held or [], [] if self._held is not None else None
         return held
-
-
-class RecordScope:
-    """``Outbox.record``'s scope, entered once per record: a plain context manager, as a generator's
-    costs a few more calls each time."""
-
-    __slots__ = ("_key", "_outbox", "_previous")
-
-    def __init__(self, outbox: Outbox, key: Hashable) -> None:
-        self._outbox = outbox
-        self._key = key
-        self._previous: Hashable = None
-
-    def __enter__(self) -> None:
-        outbox = self._outbox
-        self._previous, outbox._record = outbox._record, self._key
-
-    def __exit__(self, *_: object) -> None:
-        self._outbox._record = self._previous
