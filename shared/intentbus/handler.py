@@ -152,7 +152,8 @@ class SqsStageHandler:
         self._latencies.clear()
         reader = self._prefetch(records)
         try:
-            with self._processor(records, self._handle_record, context):
+            # No context: Powertools would inspect the handler's signature every batch to pass it one.
+            with self._processor(records, self._handle_record):
                 if bus is None or bus.outbox is None:
                     self._processor.process()
                 else:

@@ -44,24 +44,28 @@ class LogEntry(BaseModel):
     ``log_entry_json`` relies on it."""
 
 
-_NO_OUTPUTS_TAIL = '"outputs":[]}'
+_OUTPUTS = {"outputs"}
 
 
 def log_entry_json(entry: LogEntry) -> str:
     """``entry.model_dump_json()``, byte for byte, each output's JSON made apart and kept as the output's
     ``json_text``: the stage publishes those same outputs next, and the bus sends that text as their
     ``Detail``, so each is serialized once rather than twice. ``outputs`` being the last field, the rest
-    is the entry dumped with none (ending ``"outputs":[]}``). An output that cannot be dumped (a lone
-    surrogate) raises here, as the whole entry's dump would."""
+    is the entry dumped without it, its closing brace then followed by the outputs (no copy of the entry
+    made to leave them out). An output that cannot be dumped (a lone surrogate) raises here, as the whole
+    entry's dump would."""
     if not entry.outputs:
         return entry.model_dump_json()
     texts = [output.model_dump_json() for output in entry.outputs]
     for output, text in zip(entry.outputs, texts, strict=True):
         output.__dict__.setdefault("json_text", text)  # what ``Envelope.json_text`` would cache
-    rest = entry.model_copy(update={"outputs": ()}).model_dump_json()
-    if not rest.endswith(_NO_OUTPUTS_TAIL):  # not the last field any more: the whole dump
+    if not _OUTPUTS_LAST:  # not the last field any more: the whole dump
         return entry.model_dump_json()
-    return rest[: -len(_NO_OUTPUTS_TAIL)] + '"outputs":[' + ",".join(texts) + "]}"
+    rest = entry.model_dump_json(exclude=_OUTPUTS)
+    return rest[:-1] + ',"outputs":[' + ",".join(texts) + "]}"
+
+
+_OUTPUTS_LAST = next(reversed(LogEntry.model_fields)) == "outputs"
 
 
 class ApprovalStatus(StrEnum):

@@ -17,8 +17,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class RecordLog:
         self._bound_stream = self._stream()
 
     def processed(self, fields: Mapping[str, Any], duration_ms: float) -> None:
-        """The record's line; ``fields`` in the order written, ``None`` values left out."""
+        """The record's line; ``fields`` in the order written, ``None`` values left out (they name none of
+        the line's own keys: level, message, timestamp, service, duration_ms)."""
         if not self._writes:
             return
         line: dict[str, Any] = {
@@ -58,27 +60,39 @@ class RecordLog:
             "timestamp": _now(),
             "service": self._service,
             "duration_ms": round(duration_ms, 3),
+            **fields,
         }
-        line.update((key, value) for key, value in fields.items() if value is not None)
+        if None in fields.values():
+            for key, value in fields.items():
+                if value is None:
+                    del line[key]
         if self._request_id is not None:
             line["function_request_id"] = self._request_id
         if self._xray_trace_id is not None:
             line["xray_trace_id"] = self._xray_trace_id
-        text = _ENCODER.encode(line)
         stream = self._bound_stream
         if stream is None:  # a handler without a stream: the Logger's own line, all the same
             extra = {key: value for key, value in line.items() if key not in ("level", "message")}
             self._logger.info(PROCESSED, extra=extra)
             return
-        stream.write(text + "\n")
+        stream.write(_encode(line) + "\n")
 
     def _stream(self) -> IO[str] | None:
         stream: IO[str] | None = getattr(self._logger.registered_handler, "stream", None)
         return stream
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
-"""ASCII: a lone surrogate is escaped. Made once: ``json.dumps`` with options builds one per call."""
+def _line_encoder() -> Callable[[Any], str]:
+    """``json.JSONEncoder(separators=(",", ":"), default=str).encode``, its C encoder made once: ``encode``
+    makes one per call. The same text (ASCII: a lone surrogate is escaped); without the circular-reference
+    check, which a line of strings, numbers and a list of strings never needs."""
+    if c_make_encoder is None:  # an interpreter without the C accelerator
+        return json.JSONEncoder(separators=(",", ":"), default=str).encode
+    encode = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
+    return lambda value: "".join(encode(value, 0))
+
+
+_encode = _line_encoder()
 
 
 def _now() -> str:

@@ -263,10 +263,11 @@ def quarantined(
 def fact_digest(envelope: Envelope) -> str:
     """A fact's content, less its trace context: the publisher stamps that on as it sends (intentbus.spans),
     so the fact a stage recorded and the one it published differ there and only there."""
-    return _content_digest(envelope.to_json_dict())
+    return content_digest(envelope.to_json_dict())
 
 
-def _content_digest(content: dict[str, Any]) -> str:
+def content_digest(content: dict[str, Any]) -> str:
+    """The digest of a fact's JSON values (``to_json_dict``), less its trace context: ``fact_digest``."""
     return digest({name: value for name, value in content.items() if name not in TRACE_CONTEXT})
 
 
@@ -296,7 +297,7 @@ def authorization_for(
 ) -> Authorization:
     """``dumped``: ``command.to_json_dict()``, when the caller has it (the fact's payload holds it)."""
     # The command dumped and encoded once for both digests: the same texts as
-    # ``_authorization_digest`` and ``_content_digest`` would encode, byte for byte.
+    # ``_authorization_digest`` and ``content_digest`` would encode, byte for byte.
     content_dict = command.to_json_dict() if dumped is None else dumped
     whole, content = canonical_json_less(content_dict, TRACE_CONTEXT)
     rest = canonical_json({"fact": fact.id, "resource_version": resource_version})

@@ -23,6 +23,7 @@ from intentbus.stages.common import (
     StageDeps,
     StageResult,
     commit_then_publish,
+    content_digest,
     fact_digest,
     log_only,
     pipeline_fact,
@@ -93,7 +94,7 @@ class RecordStage(BatchReadingStage):
         if denied:
             require_recorded(snapshot, incoming, producers)
         else:
-            _require_authorized(snapshot, incoming, command)
+            _require_authorized(snapshot, incoming, command, incoming.payload.get("command"))
         now = self.deps.clock.now()
         state = snapshot.state
         if state is None or state.terminal or command.id not in state.pending:
@@ -274,9 +275,11 @@ def _deniers(incoming: Envelope, command: Envelope, salt: str) -> list[tuple[str
     return [("authorize", incoming.causation_id or ""), *(("approval", found) for found in approvals)]
 
 
-def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelope) -> None:
+def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelope, carried: object) -> None:
     """Execute's outcomes are of a command whose authorization is recorded, and follow that very
-    CommandAuthorized. A run started before authorizations were recorded is checked by id only."""
+    CommandAuthorized. A run started before authorizations were recorded is checked by id only.
+
+    ``carried``: the command as the outcome's JSON holds it, which ``command`` was read from."""
     if snapshot.state is not None and snapshot.state.checks == LEGACY_CHECKS:
         return
     granted = snapshot.authorization
@@ -284,10 +287,23 @@ def _require_authorized(snapshot: Snapshot, incoming: Envelope, command: Envelop
         raise NotRecorded(
             f"{incoming.type} for command {command.id}, whose authorization is not recorded", field="detail"
         )
-    other_command = granted.command_digest != fact_digest(command)
+    other_command = not _same_command(granted.command_digest, command, carried)
     if other_command or granted.fact_id != incoming.causation_id:
         raise NotRecorded(
             f"{incoming.type} for command {command.id} does not follow its recorded authorization "
             f"{granted.fact_id}",
             field="detail.payload.command" if other_command else "detail.causation_id",
         )
+
+
+def _same_command(recorded: str, command: Envelope, carried: object) -> bool:
+    """Whether ``command``'s content is the one whose digest was ``recorded`` (its ``fact_digest``).
+
+    ``carried`` must be the JSON ``command`` was read from (the outcome's ``payload.command``). Carried as
+    its authorization dumped it, that JSON's digest is the recorded one (the same values less the trace
+    context, the same canonical text), and the command read from it dumps to it again: its own digest is
+    that one too, with no dump made. Otherwise (carried in another form, or another command) the command is
+    dumped and its digest compared, as it always was."""
+    if isinstance(carried, dict) and content_digest(carried) == recorded:
+        return True
+    return fact_digest(command) == recorded

@@ -1,0 +1,74 @@
+"""The per-record line's text: what ``json.JSONEncoder(separators=(",", ":"), default=str)`` writes of it,
+byte for byte, with ``None`` fields left out and in the order given."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from intentbus.record_log import PROCESSED, RecordLog
+
+
+def _log(stream: io.StringIO) -> RecordLog:
+    logger = SimpleNamespace(
+        log_level=logging.INFO,
+        service="intentbus-validate",
+        registered_handler=SimpleNamespace(stream=stream),
+    )
+    return RecordLog(cast(Any, logger))
+
+
+FIELDS: list[dict[str, Any]] = [
+    {
+        "stage": "validate",
+        "message_id": "m-1",
+        "outcome": "applied",
+        "trace_id": "tr_1",
+        "run_id": "run_1",
+        "event_id": "evt-1",
+        "event_type": "SignupReceived",
+        "tenant_id": "acme",
+        "correlation_id": "run_1",
+        "reason": None,
+        "published": ["EventAccepted"],
+    },
+    {"stage": "record", "message_id": None, "outcome": "quarantined", "reason": 'é "quoted" \ud800 \u2028'},
+    {"stage": "decide", "message_id": "m-2", "at": datetime(2026, 12, 6, tzinfo=UTC), "published": []},
+]
+
+
+@pytest.mark.parametrize("fields", FIELDS)
+@pytest.mark.parametrize("traced", [False, True])
+def test_the_line_is_the_json_encoders_text(
+    fields: dict[str, Any], traced: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if traced:
+        monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+    else:
+        monkeypatch.delenv("_X_AMZN_TRACE_ID", raising=False)
+    stream = io.StringIO()
+    log = _log(stream)
+    log.bind("req-7")
+    log.processed(fields, 1.23456)
+
+    text = stream.getvalue()
+    written = json.loads(text)
+    expected: dict[str, Any] = {
+        "level": "INFO",
+        "message": PROCESSED,
+        "timestamp": written["timestamp"],
+        "service": "intentbus-validate",
+        "duration_ms": 1.235,
+    }
+    expected.update((key, value) for key, value in fields.items() if value is not None)
+    expected["function_request_id"] = "req-7"
+    if traced:
+        expected["xray_trace_id"] = "1-5759e988-bd862e3fe1be46a994272793"
+    assert text == json.JSONEncoder(separators=(",", ":"), default=str).encode(expected) + "\n"
+    assert text.isascii()
