@@ -71,19 +71,6 @@ class Claim(FrozenPlain):
         )
 
 
-_REQUEST_FIELDS = (
-    "tenant_id",
-    "run_id",
-    "command_id",
-    "resource",
-    "seen_version",
-    "authorization",
-    "now",
-    "definition",
-    "made",
-)
-
-
 class ClaimRequest:
     """The arguments of ``ExecutionGuard.claim`` for one command. A runner on the guard's own store may
     make the claim in the same write as its in-progress record; it then leaves the answer in ``made``.
@@ -123,7 +110,7 @@ class ClaimRequest:
         self.made = made
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _REQUEST_FIELDS)
+        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
         return f"{type(self).__qualname__}({fields})"
 
     def arguments(self) -> dict[str, Any]:

@@ -8,7 +8,11 @@ import uuid
 from bisect import bisect_left
 from collections.abc import Callable
 from functools import lru_cache
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+    encode_basestring_ascii,
+)
 from typing import Any
 
 # Namespace for every id intentbus derives; fixed forever so that replays derive the same ids.
@@ -25,17 +29,32 @@ def compact_json(value: Any) -> str:
     return _COMPACT(value)
 
 
-def _encoder(*, sort_keys: bool) -> Callable[[Any], str]:
-    """``json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str)``,
-    its encoder made once: ``json.dumps`` with options (and ``JSONEncoder.encode``) makes a C encoder per
-    call, which costs more than encoding a small value. The same text; without the circular-reference
+def encoder_made_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """``encoder.encode``, its C encoder made once: ``encode`` (and ``json.dumps`` with options) makes one
+    per call, which costs more than encoding a small value. The same text; without the circular-reference
     check (its markers are per call), so a value that contains itself fails as ``RecursionError``."""
-    if c_make_encoder is None:  # an interpreter without the C accelerator
-        return json.JSONEncoder(
-            sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str
-        ).encode
-    encode = c_make_encoder(None, str, encode_basestring, None, ":", ",", sort_keys, False, True)
+    if c_make_encoder is None or encoder.indent is not None:  # no C accelerator, or indented output
+        return encoder.encode
+    escape = encode_basestring_ascii if encoder.ensure_ascii else encode_basestring
+    encode = c_make_encoder(
+        None,
+        encoder.default,
+        escape,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
     return lambda value: "".join(encode(value, 0))
+
+
+def _encoder(*, sort_keys: bool) -> Callable[[Any], str]:
+    """``json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str)``."""
+    return encoder_made_once(
+        json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, default=str)
+    )
 
 
 _CANONICAL = _encoder(sort_keys=True)

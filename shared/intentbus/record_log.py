@@ -19,8 +19,9 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import IO, TYPE_CHECKING, Any
+
+from intentbus.ids import encoder_made_once
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -83,13 +84,9 @@ class RecordLog:
 
 
 def _line_encoder() -> Callable[[Any], str]:
-    """``json.JSONEncoder(separators=(",", ":"), default=str).encode``, its C encoder made once: ``encode``
-    makes one per call. The same text (ASCII: a lone surrogate is escaped); without the circular-reference
-    check, which a line of strings, numbers and a list of strings never needs."""
-    if c_make_encoder is None:  # an interpreter without the C accelerator
-        return json.JSONEncoder(separators=(",", ":"), default=str).encode
-    encode = c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
-    return lambda value: "".join(encode(value, 0))
+    """``json.JSONEncoder(separators=(",", ":"), default=str).encode``, its C encoder made once (ASCII: a
+    lone surrogate is escaped); a line of strings, numbers and a list of strings never holds itself."""
+    return encoder_made_once(json.JSONEncoder(separators=(",", ":"), default=str))
 
 
 _encode = _line_encoder()

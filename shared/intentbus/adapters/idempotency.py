@@ -47,6 +47,7 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
+from intentbus.ids import encoder_made_once
 from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
 
 if TYPE_CHECKING:
@@ -210,18 +211,8 @@ def _response_json() -> Callable[[Any], str]:
 
 def _sorted_json_encoder(encoder_class: type[json.JSONEncoder]) -> Callable[[Any], str]:
     """``json.dumps(value, cls=encoder_class, sort_keys=True)``, as Powertools writes what it hashes (its key
-    encoder) and what it stores (``Encoder``), its C encoder made once: ``json.dumps`` with ``cls`` makes an
-    encoder per call, which costs more than encoding a command's payload or a packed result. Without the
-    circular-reference check (no command's JSON holds itself)."""
-    from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-
-    encoder = encoder_class(sort_keys=True)
-    if c_make_encoder is None:  # an interpreter without the C accelerator
-        return encoder.encode
-    encode = c_make_encoder(
-        None, encoder.default, encode_basestring_ascii, None, ": ", ", ", True, False, True
-    )
-    return lambda value: "".join(encode(value, 0))
+    encoder) and what it stores (``Encoder``), its encoder made once (no command's JSON holds itself)."""
+    return encoder_made_once(encoder_class(sort_keys=True))
 
 
 class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
