@@ -5,6 +5,7 @@ published is told by its values alone."""
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -14,7 +15,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from intentbus.envelope import Envelope, Kind
-from intentbus.stages.common import _content_json, _same_values, fact_digest, same_fact
+from intentbus.stages.common import (
+    _MAYBE_SURROGATE,
+    _NO_REFERENCES,
+    _PLAIN_VALUES,
+    _content_json,
+    _same_values,
+    fact_digest,
+    same_fact,
+)
 
 LONE, OTHER_LONE = chr(0xD800), chr(0xDC00)
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -127,7 +136,21 @@ def test_a_fact_read_back_is_told_by_its_values(payload: dict[str, Any]) -> None
     published = fact(payload)
     assume(recordable(published))
     assert assert_as_before(read_back(published), as_sent(published)) is True
-    assert _same_values(read_back(published), as_sent(published))
+    assert _same_values(read_back(published), as_sent(published)) or looks_like_a_surrogate(published)
+
+
+def looks_like_a_surrogate(envelope: Envelope) -> bool:
+    """Whether its values' marshal bytes hold what ``_same_values`` takes for a surrogate: a number's or a
+    length's bytes can (~0.1% of floats), and such a fact is left to its texts, by design."""
+    written = marshal.dumps(_PLAIN_VALUES(envelope.__dict__), _NO_REFERENCES)
+    return _MAYBE_SURROGATE.search(written) is not None
+
+
+def test_a_number_whose_bytes_look_like_a_surrogate_is_left_to_the_texts() -> None:
+    published = fact({"": 1062066969.0})  # its binary float holds the bytes 0xed 0xa0-0xbf
+    assert looks_like_a_surrogate(published)
+    assert not _same_values(read_back(published), as_sent(published))
+    assert assert_as_before(read_back(published), as_sent(published)) is True
 
 
 @given(PAYLOADS)
