@@ -278,7 +278,7 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
                 facts.CommandSkipped(command=command, reason=reason),
                 read.dumped,
             )
-            made.append((MadeOutput(skipped), skipped))
+            made.append((MadeOutput(skipped, json_payload=True), skipped))
             return made[-1][0]
 
         try:
@@ -509,7 +509,7 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
         self.made_fact = _follow(self.stage, self.incoming, fact_type, payload, self.dumped)
-        self.made = MadeOutput(self.made_fact)
+        self.made = MadeOutput(self.made_fact, json_payload=True)  # ``payload_json``'s
         return self.made
 
 
