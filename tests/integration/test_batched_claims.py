@@ -208,3 +208,33 @@ def test_on_the_local_cloud_execute_checks_a_batch_of_distinct_runs_in_one_read(
     # Per record: a fifth of the batch's one check, then three of the incident's four tools only read (one
     # put stores the result) and the scale takes the in-progress write and the result's save (was: 3, 2.2).
     assert stages["execute"].dynamodb_per_event == pytest.approx(0.2 + (3 * 1 + 2) / 4)
+
+
+def test_a_claim_asked_as_its_request_answers_as_its_arguments_do(aws: None) -> None:  # noqa: F811
+    """Execute hands the guard its request (``claim_request``): each answer, read alone or ahead, is the one
+    ``claim`` gives for the request's arguments, a resource's move included."""
+    dynamodb = CountingClient(client("dynamodb"))
+    guard = guard_over(dynamodb, ["run-0", "run-1"])
+    batch = [
+        claim_for("run-0"),
+        claim_for("run-0", digest="forged"),
+        claim_for("run-none"),
+        ClaimRequest(**{**claim_for("run-1").arguments(), "resource": "svc", "seen_version": 0}),
+    ]
+    alone = [claimed(guard, request) for request in batch]  # the resource now at version 1, by cmd-run-1
+    # another command at the version the resource has left (unchecked authorization: a legacy run's claim)
+    moved_again = ClaimRequest(**{**batch[-1].arguments(), "command_id": "another", "authorization": None})
+    assert claimed(guard, moved_again) == Claim(ClaimStatus.CONFLICT, holder="cmd-run-1")
+
+    by_request = [guard.claim_request(request) for request in batch]
+    guard.prefetch(batch)
+    ahead = [guard.claim_request(request) for request in batch]
+
+    assert by_request == ahead == alone
+    assert [claim.status for claim in alone] == [
+        ClaimStatus.CLAIMED,
+        ClaimStatus.NOT_AUTHORIZED,
+        ClaimStatus.NOT_AUTHORIZED,
+        ClaimStatus.CLAIMED,  # the same command again: its claim passes
+    ]
+    assert guard.claim_request(moved_again) == Claim(ClaimStatus.CONFLICT, holder="cmd-run-1")

@@ -11,6 +11,7 @@ import json
 from datetime import date
 from decimal import Decimal
 from typing import Any
+from unittest import mock
 from uuid import UUID
 
 import pytest
@@ -21,6 +22,7 @@ from botocore.session import get_session
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentbus.adapters.base85 import ALPHABET
 from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
 from intentbus.adapters.idempotency import (
     KEY_PREFIX,
@@ -31,6 +33,7 @@ from intentbus.adapters.idempotency import (
     PowertoolsIdempotentRunner,
     _packed,
     completed_record,
+    response_text,
 )
 from intentbus.adapters.powertools_idempotency import BasePersistenceLayer, DynamoDBPersistenceLayer
 from intentbus.adapters.redis_idempotency import LeasedCachePersistenceLayer
@@ -150,3 +153,38 @@ def test_a_result_stored_without_a_lock_is_the_text_powertools_saves(layer: Comm
         record = completed_record(layer, data, result)
         assert record.response_data == json.dumps(result, cls=Encoder, sort_keys=True)
         assert record.payload_hash == POWERTOOLS._get_hashed_payload(dict(data))
+
+
+@given(st.binary(max_size=3_000))
+def test_a_packed_results_text_is_the_one_powertools_writes(raw: bytes) -> None:
+    """Written directly (its base85 needs no escape): byte for byte Powertools' ``json.dumps``."""
+    packed = _packed({"raw": raw.hex()})
+    assert response_text(packed) == json.dumps(packed, cls=Encoder, sort_keys=True)
+
+
+def test_base85_needs_no_escape_in_json() -> None:
+    """What lets a packed result's JSON be written directly: every base85 character stands for itself."""
+    text = ALPHABET.decode()
+    assert json.dumps(text) == f'"{text}"'
+
+
+@given(st.dictionaries(st.sampled_from(["intentbus_z", "other"]), st.one_of(st.text(), json_values)))
+def test_any_other_results_text_is_the_one_powertools_writes(result: dict[str, Any]) -> None:
+    """A result not packed here, even one that looks packed, goes to the encoder."""
+    assert response_text(result) == json.dumps(result, cls=Encoder, sort_keys=True)
+
+
+@pytest.mark.parametrize("layer", OURS, ids=["dynamodb", "redis"])
+def test_a_saved_result_is_the_record_powertools_saves(layer: CommandHashes) -> None:
+    """The locked path's save (``save_success``) updates the very record Powertools' own save builds."""
+    data = CommandData(command_envelope("k1").to_json_dict())
+    for result in (_packed(command_envelope("k2").to_json_dict()), {"b": [1, 2.5, None], "a": "café ✓"}):
+        ours, theirs = mock.Mock(), mock.Mock()
+        with mock.patch.object(layer, "_get_expiry_timestamp", return_value=1_800_000_000):
+            with mock.patch.object(layer, "_update_record", ours):
+                layer.save_success(data, result)
+            with mock.patch.object(layer, "_update_record", theirs):
+                BasePersistenceLayer.save_success(layer, data, result)
+        (saved,), (expected,) = (call.kwargs.values() for call in (ours.call_args, theirs.call_args))
+        assert vars(saved) == vars(expected)
+        assert saved.response_data == json.dumps(result, cls=Encoder, sort_keys=True)

@@ -6,16 +6,19 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from intentbus import facts
 from intentbus.adapters.compression import compressed
 from intentbus.adapters.idempotency import PACKED, _packed, _unpacked
-from intentbus.envelope import Envelope
+from intentbus.envelope import Envelope, Kind
 from intentbus.execution_claim import MadeOutput
+from intentbus.stages.execute import payload_json
 from tests.command_envelopes import command_envelope
 from tests.fuzz.support import json_values
 
@@ -80,3 +83,53 @@ def test_an_output_made_here_is_packed_as_its_dict_is(payload: dict[str, Any]) -
     envelope = command_envelope("k", payload=payload)
 
     assert _packed(MadeOutput(envelope)) == _packed(envelope.to_json_dict())
+
+
+_FACTS = st.one_of(
+    st.builds(
+        lambda result, reconciled: (
+            facts.COMMAND_EXECUTED,
+            facts.CommandExecuted,
+            {"result": result, "reconciled": reconciled},
+        ),
+        st.dictionaries(st.text(max_size=8), json_values, max_size=4)
+        | st.just({"small": 1e-7, "huge": 1e300, "zero": -0.0, "lone": "\ud800", "big": 10**20}),
+        st.booleans(),
+    ),
+    st.builds(lambda reason: (facts.COMMAND_SKIPPED, facts.CommandSkipped, {"reason": reason}), st.text()),
+    st.builds(
+        lambda holder, version: (
+            facts.COMMAND_CONFLICTED,
+            facts.CommandConflicted,
+            {"resource": "svc", "authorized_at_version": version, "holder": holder, "reason": "moved"},
+        ),
+        st.none() | st.text(max_size=8),
+        st.integers(0, 2**40),
+    ),
+)
+
+
+@given(made=_FACTS, command_payload=st.dictionaries(st.text(max_size=8), json_values, max_size=3))
+def test_an_output_made_with_its_json_payload_is_the_dump_of_its_envelope(
+    made: tuple[str, Any, dict[str, Any]], command_payload: dict[str, Any]
+) -> None:
+    """Execute's facts (``payload_json``'s payload) taken as they are: the very ``to_json_dict``, key for key
+    and in order, so stored and published as before."""
+    fact_type, model, fields = made
+    incoming = command_envelope("in", payload={"ignored": True})
+    command = command_envelope("k", payload=command_payload)
+    payload = model(command=command, **fields)
+    output = incoming.follow(
+        stage="execute",
+        type=fact_type,
+        kind=Kind.EVENT,
+        time=datetime(2026, 12, 6, tzinfo=UTC),
+        source=facts.PIPELINE_SOURCE,
+        payload=payload_json(payload, command.to_json_dict()),
+    )
+
+    fast, dumped = MadeOutput(output, json_payload=True), output.to_json_dict()
+
+    assert list(fast.items()) == list(dumped.items())
+    assert json.dumps(fast) == json.dumps(dumped)
+    assert _packed(fast) == _packed(dumped)

@@ -54,14 +54,15 @@ def b85_text(data: bytes) -> str:
     pairs = low | (middle << 40)  # two pairs a lane, one in each 40-bit half
     tens = ((pairs * _BY_85_PAIR) >> _SHIFT_PAIR) & half_mask  # digits 1 and 3
     ones = pairs - 85 * tens  # digits 2 and 4
-    size = groups * _LANE
-    tens_bytes, ones_bytes = tens.to_bytes(size, "big"), ones.to_bytes(size, "big")
+    # Every digit is below 85 (one byte), so the three numbers share one conversion to bytes: in a lane's
+    # low bits digits 4, 3 and 0 (bytes 9, 8, 7), in its high half digits 2 and 1 (bytes 4, 3).
+    digits = ((first << 16) | (tens << 8) | ones).to_bytes(groups * _LANE, "big")
     text = bytearray(groups * 5)
-    text[0::5] = first.to_bytes(size, "big")[_LANE - 1 :: _LANE]
-    text[1::5] = tens_bytes[_LANE // 2 - 1 :: _LANE]
-    text[2::5] = ones_bytes[_LANE // 2 - 1 :: _LANE]
-    text[3::5] = tens_bytes[_LANE - 1 :: _LANE]
-    text[4::5] = ones_bytes[_LANE - 1 :: _LANE]
+    text[0::5] = digits[7::_LANE]
+    text[1::5] = digits[3::_LANE]
+    text[2::5] = digits[4::_LANE]
+    text[3::5] = digits[8::_LANE]
+    text[4::5] = digits[9::_LANE]
     encoded = text.translate(_DIGITS).decode("ascii")
     return encoded[:-padding] if padding else encoded
 

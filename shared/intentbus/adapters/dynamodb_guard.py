@@ -95,7 +95,7 @@ class DynamoExecutionGuard:
         now: datetime,
         definition: tuple[str, str] | None = None,
     ) -> Claim:
-        prepared = self.actions(
+        return self.claim_request(
             ClaimRequest(
                 tenant_id=tenant_id,
                 run_id=run_id,
@@ -107,6 +107,10 @@ class DynamoExecutionGuard:
                 definition=definition,
             )
         )
+
+    def claim_request(self, request: ClaimRequest) -> Claim:
+        """``claim``, asked as the request execute made (not taken apart into arguments and made again)."""
+        prepared = self.actions(request)
         if prepared.refused is not None:
             return prepared.refused
         if not prepared.actions:

@@ -96,7 +96,8 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
         self.guard = guard
         self.store = store
         self.jitter = jitter
-        self._parsed: dict[str, _Read] = {}
+        self._parsed: dict[str, tuple[_Read, ClaimRequest]] = {}
+        """The batch's facts read ahead (``prefetch``), each with the claim its check was read for."""
         self._ahead: tuple[object, ChecksAhead | None] = (None, None)
         self._unlocked: tuple[object, RunsReadsUnlocked | None] = (None, None)
 
@@ -114,8 +115,9 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
                 read = self._read(body, None)
             except Exception:
                 continue
-            self._parsed[body] = read
-            requests.append(read.claim(self))
+            request = read.claim(self)
+            self._parsed[body] = (read, request)
+            requests.append(request)
         guard = self._checking_ahead()
         if guard is not None:
             guard.prefetch(requests)
@@ -141,12 +143,22 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
             )
         return self._unlocked[1]
 
+    def claim_with_guard(self, request: ClaimRequest) -> Claim:
+        """The guard's claim for ``request``: handed over as it is where the guard takes a request
+        (``DynamoExecutionGuard.claim_request``), else as ``ExecutionGuard.claim``'s arguments."""
+        by_request = getattr(self.guard, "claim_request", None)
+        if by_request is not None:
+            claimed: Claim = by_request(request)
+            return claimed
+        return self.guard.claim(**request.arguments())
+
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
         return self.handle_delivery(body, message_id, Delivery())
 
     def handle_delivery(self, body: str, message_id: str | None, delivery: Delivery) -> StageResult:
+        parsed = self._parsed.pop(body, None)
         try:
-            read = self._parsed.pop(body, None) or self._read(body, self.deps.claims)
+            read = self._read(body, self.deps.claims) if parsed is None else parsed[0]
         except MalformedInput as error:
             return self.reject(error, body, message_id)
         fact, command = read.fact, read.fact.payload.command
@@ -161,7 +173,11 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
                 span_notes.ATTEMPT: delivery.receive_count,
             }
         )
-        claim = read.claim(self)
+        if parsed is None:
+            claim = read.claim(self)
+        else:  # the request the batch's check was read for, claimed now
+            claim = parsed[1]
+            claim.now = self.deps.clock.now()
         attempt = _Attempt(
             self,
             fact.envelope,
@@ -262,7 +278,7 @@ class ExecuteStage(Stage):  # never compared nor printed; a plain class (no data
                 facts.CommandSkipped(command=command, reason=reason),
                 read.dumped,
             )
-            made.append((MadeOutput(skipped), skipped))
+            made.append((MadeOutput(skipped, json_payload=True), skipped))
             return made[-1][0]
 
         try:
@@ -493,7 +509,7 @@ class _Attempt:  # never compared nor printed; a plain class (no dataclass to cr
 
     def _output(self, fact_type: str, payload: Payload) -> dict[str, Any]:
         self.made_fact = _follow(self.stage, self.incoming, fact_type, payload, self.dumped)
-        self.made = MadeOutput(self.made_fact)
+        self.made = MadeOutput(self.made_fact, json_payload=True)  # ``payload_json``'s
         return self.made
 
 
@@ -502,7 +518,7 @@ def _guarded_claim(
 ) -> Claim:
     """The guard's claim (the one the runner made, if it did); a fact whose authorization the record
     does not hold raises ``NotRecorded``. A run that predates recorded authorizations is checked by id."""
-    claimed = request.take() or stage.guard.claim(**request.arguments())
+    claimed = request.take() or stage.claim_with_guard(request)
     if claimed.status is ClaimStatus.NOT_AUTHORIZED and stage.guard.predates_authorizations(
         command.tenant_id, command.run_id
     ):
