@@ -368,7 +368,7 @@ def response_text(result: dict[str, Any]) -> str:
     """``json.dumps(result, cls=Encoder, sort_keys=True)``, the text Powertools' save stores. The result
     ``_packed`` made last is written directly: its one value is base85, whose alphabet JSON holds as it is
     (no quote, backslash or control character); the encoder would scan its ~800 characters to copy them."""
-    if result is _last_packed[0]:
+    if result is _last_packed[0] and len(result) == 1:
         return f'{{"{PACKED}": "{result[PACKED]}"}}'
     return _response_json()(result)
 
