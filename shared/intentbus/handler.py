@@ -244,15 +244,11 @@ class SqsStageHandler:
                 span.annotate({**ids, **notes, "step_index": step})
                 span.metadata("record", telemetry.record_metadata(result, message_id))
             milliseconds = (time.perf_counter() - started) * 1000
-            self._record_log.processed(
-                {
-                    **ids,
-                    "correlation_id": None if envelope is None else envelope.correlation_id,
-                    "reason": result.reason,
-                    "published": [out.type for out in result.published],
-                },
-                milliseconds,
-            )
+            line = {**ids, "correlation_id": None if envelope is None else envelope.correlation_id}
+            if result.reason is not None:  # most records have none: the line leaves a None out anyway
+                line["reason"] = result.reason
+            line["published"] = [out.type for out in result.published]
+            self._record_log.processed(line, milliseconds)
             if self._logs_payloads:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
             self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))
