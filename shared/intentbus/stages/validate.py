@@ -36,7 +36,7 @@ from intentbus.stages.common import (
     publish,
     require_recorded,
 )
-from intentbus.stages.retired import end_run, why_retired
+from intentbus.stages.retired import end_run, why_snapshot_retired
 
 STAGE = "validate"
 
@@ -176,7 +176,7 @@ class ValidateStage(BatchReadingStage):
             require_recorded(snapshot, envelope, producers)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        retired = why_retired(self.deps, snapshot.state)
+        retired = why_snapshot_retired(self.deps, snapshot)
         if retired is not None:
             assert snapshot.state is not None
             ended = end_run(
