@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from intentbus import telemetry
@@ -75,22 +75,9 @@ def _unchanged(envelope: Envelope) -> tuple[Envelope, str]:
     return envelope, telemetry.trace_header(envelope.trace_id)
 
 
-class _Giving(AbstractContextManager[Any]):
-    """A context that gives ``value`` and does nothing else: made once, entered per record or publication
-    (a ``@contextmanager`` costs a generator and its frames on every ``with``)."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def __enter__(self) -> Any:
-        return self._value
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
-
-
-_NO_SPAN = _Giving(_Silent())
-_UNCHANGED = _Giving(_unchanged)
+# Made once, entered per record or publication: a ``@contextmanager`` costs a generator on every ``with``.
+_NO_SPAN: AbstractContextManager[RecordSpan] = nullcontext(_Silent())
+_UNCHANGED: AbstractContextManager[Stamp] = nullcontext(_unchanged)
 
 
 class OffBackend:
@@ -142,7 +129,7 @@ def _xray_stamp(envelope: Envelope) -> tuple[Envelope, str]:
     return with_context(envelope, context), header
 
 
-_XRAY_STAMP = _Giving(_xray_stamp)
+_XRAY_STAMP: AbstractContextManager[Stamp] = nullcontext(_xray_stamp)
 
 
 def with_context(envelope: Envelope, context: TraceParent, tracestate: str | None = None) -> Envelope:
