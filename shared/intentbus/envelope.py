@@ -83,7 +83,10 @@ class Envelope(BaseModel):
         return value
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """``model_dump(mode="json")``, from the serializer itself (the method's own work costs ~7k
+        instructions a call, a fifth of the dump)."""
+        values: dict[str, Any] = self.__pydantic_serializer__.to_python(self, mode="json")
+        return values
 
     @cached_property
     def json_text(self) -> str:

@@ -42,6 +42,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, runtime_checkable
 
 from aws_lambda_powertools import Logger, Metrics
@@ -65,6 +66,10 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
     from intentbus.adapters.eventbridge_bus import EventBridgeBus
+
+
+_NO_NOTES: nullcontext[dict[str, span_notes.Value]] = nullcontext({})
+"""A record's notes where its span records nothing: none are collected, as ``note`` outside a scope does."""
 
 
 @runtime_checkable
@@ -218,7 +223,7 @@ class SqsStageHandler:
         started = time.perf_counter()
         with (
             spans.active().record(self.stage, raw, self._tracer) as span,
-            span_notes.collecting() as notes,
+            span_notes.collecting() if spans.recording(span) else _NO_NOTES as notes,
         ):
             attributes = raw.get("attributes")
             if isinstance(attributes, dict):
@@ -244,15 +249,11 @@ class SqsStageHandler:
                 span.annotate({**ids, **notes, "step_index": step})
                 span.metadata("record", telemetry.record_metadata(result, message_id))
             milliseconds = (time.perf_counter() - started) * 1000
-            self._record_log.processed(
-                {
-                    **ids,
-                    "correlation_id": None if envelope is None else envelope.correlation_id,
-                    "reason": result.reason,
-                    "published": [out.type for out in result.published],
-                },
-                milliseconds,
-            )
+            line = {**ids, "correlation_id": None if envelope is None else envelope.correlation_id}
+            if result.reason is not None:  # most records have none: the line leaves a None out anyway
+                line["reason"] = result.reason
+            line["published"] = [out.type for out in result.published]
+            self._record_log.processed(line, milliseconds)
             if self._logs_payloads:
                 self._logger.debug("record payloads", extra={**ids, **self._payloads(result)})
             self._counts.add(telemetry.outcome_counts(self.stage, result.outcome, forged=result.forged))

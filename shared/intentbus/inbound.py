@@ -256,8 +256,12 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     # Derived from the input's identity (tenant, source, id): two tenants or two sources sending the
     # same id start two runs.
     identity = input_identity(str(tenant_id), str(source), event_id)
-    run_id = fields.setdefault("run_id", f"run_{derive_id('run', identity).replace('-', '')[:20]}")
-    fields.setdefault("trace_id", f"tr_{derive_id('trace', identity).replace('-', '')}")
+    # Derived only when absent (an outcome event re-entering carries both): a derived id costs ~8k.
+    if "run_id" not in fields:
+        fields["run_id"] = f"run_{derive_id('run', identity).replace('-', '')[:20]}"
+    run_id = fields["run_id"]
+    if "trace_id" not in fields:
+        fields["trace_id"] = f"tr_{derive_id('trace', identity).replace('-', '')}"
     fields.setdefault("step_index", 0)
     fields.setdefault("correlation_id", run_id)
     try:

@@ -11,6 +11,8 @@ from intentbus.envelope import Envelope
 from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from intentbus.approval_record import Approval
     from intentbus.state import WorkflowState
 
@@ -172,10 +174,60 @@ class Snapshot(Frozen):
         object.__setattr__(self, "proofs", {} if proofs is None else proofs)
         object.__setattr__(self, "authorization", authorization)
 
+    @classmethod
+    def state_read_later(
+        cls,
+        read_state: "Callable[[], WorkflowState]",
+        run: tuple[str, str, str] | None,
+        entry: LogEntry | None,
+        *,
+        resource_version: int | None = None,
+        proofs: dict[str, LogEntry] | None = None,
+        authorization: Authorization | None = None,
+    ) -> "Snapshot":
+        """A snapshot of a run whose state is read (``read_state``) only when ``state`` is first asked for;
+        ``run``: what its stored item says of it besides, its status, workflow and definition version (written
+        with the state, in one put); ``None`` if it does not say them all.
+        A stage that needs no more of the run than that never reads the state."""
+        snapshot = cls.__new__(cls)
+        object.__setattr__(snapshot, "_read_state", read_state)
+        object.__setattr__(snapshot, "_run", run)
+        object.__setattr__(snapshot, "entry", entry)
+        object.__setattr__(snapshot, "resource_version", resource_version)
+        object.__setattr__(snapshot, "proofs", {} if proofs is None else proofs)
+        object.__setattr__(snapshot, "authorization", authorization)
+        return snapshot
+
+    if not TYPE_CHECKING:  # to a type checker, a snapshot has its fields and nothing else
+
+        def __getattr__(self, name: str) -> Any:
+            """``state`` of a snapshot made by ``state_read_later``: read now, once."""
+            read_state = self.__dict__.get("_read_state") if name == "state" else None
+            if read_state is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            state = read_state()
+            object.__setattr__(self, "state", state)
+            return state
+
     __repr__ = fields_repr
 
     def proof(self, stage: str, input_id: str) -> LogEntry | None:
         return self.proofs.get(proof_key(stage, input_id))
+
+    def run_definition(self) -> tuple[str, str] | None:
+        """The workflow and definition version of the run, while it goes on: ``None`` when there is no run
+        or it has ended. What the retired-run check needs (intentbus.stages.retired), without the state
+        when the stored item says it."""
+        run: tuple[str, str, str] | None = self.__dict__.get("_run")
+        if run is not None and "state" not in self.__dict__:
+            from intentbus.run_status import TERMINAL  # loaded by every stage that checks a run
+
+            status, workflow, definition_version = run
+            return None if status in TERMINAL else (workflow, definition_version)
+        state = self.state
+        if state is None or state.terminal:
+            return None
+        return state.workflow, state.definition_version
 
 
 def proof_key(stage: str, input_id: str) -> str:

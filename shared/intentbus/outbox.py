@@ -10,7 +10,7 @@ again (DESIGN rule 1): nothing is acknowledged before its facts are on the bus.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 Entry = dict[str, Any]
@@ -33,14 +33,9 @@ class Outbox:
         finally:
             self._held, self._record = None, None
 
-    @contextmanager
-    def record(self, key: Hashable) -> Iterator[None]:
+    def record(self, key: Hashable) -> AbstractContextManager[None]:
         """Entries held until this closes belong to the record ``key``."""
-        previous, self._record = self._record, key
-        try:
-            yield
-        finally:
-            self._record = previous
+        return _RecordScope(self, key)
 
     def hold(self, entries: list[Entry]) -> bool:
         """Keeps ``entries`` for the batch's end; ``False`` when no batch is open (send them now)."""
@@ -53,3 +48,17 @@ class Outbox:
         """The entries held so far, each with its record's key; the outbox is empty afterwards."""
         held, self._held = self._held or [], [] if self._held is not None else None
         return held
+
+
+class _RecordScope(AbstractContextManager[None]):
+    """``Outbox.record``'s scope: a class, as a ``@contextmanager`` costs a generator on every record."""
+
+    def __init__(self, outbox: Outbox, key: Hashable) -> None:
+        self._outbox, self._key = outbox, key
+        self._previous: Hashable = None
+
+    def __enter__(self) -> None:
+        self._previous, self._outbox._record = self._outbox._record, self._key
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._outbox._record = self._previous

@@ -38,6 +38,8 @@ class RecordLog:
         self._writes = True
         self._service: str | None = None
         self._bound_stream: IO[str] | None = None
+        self._after_timestamp = ""
+        self._tail = "}"
 
     def bind(self, request_id: str | None) -> None:
         """The invocation the next lines belong to (Lambda sets its trace header before calling it).
@@ -49,12 +51,41 @@ class RecordLog:
         self._writes = self._logger.log_level <= logging.INFO
         self._service = self._logger.service
         self._bound_stream = self._stream()
+        # What every line of the invocation repeats, encoded once here rather than on every line.
+        self._after_timestamp = ',"service":' + _encode(self._service) + ',"duration_ms":'
+        invocation = {"function_request_id": self._request_id, "xray_trace_id": self._xray_trace_id}
+        tail = _encode({key: value for key, value in invocation.items() if value is not None})
+        self._tail = "," + tail[1:] if tail != "{}" else "}"
 
     def processed(self, fields: Mapping[str, Any], duration_ms: float) -> None:
         """The record's line; ``fields`` in the order written, ``None`` values left out (they name none of
         the line's own keys: level, message, timestamp, service, duration_ms)."""
         if not self._writes:
             return
+        if None in fields.values():
+            fields = {key: value for key, value in fields.items() if value is not None}
+        stream = self._bound_stream
+        if stream is not None and _OWN_KEYS.isdisjoint(fields):
+            # The same text as the whole line encoded, its invocation's parts encoded once (``bind``).
+            own = _encode(fields)
+            stream.write(
+                _HEAD
+                + _encode(_now())
+                + self._after_timestamp
+                + _encode(round(duration_ms, 3))
+                + ("," + own[1:-1] if own != "{}" else "")
+                + self._tail
+                + "\n"
+            )
+            return
+        line = self._line(fields, duration_ms)
+        if stream is None:  # a handler without a stream: the Logger's own line, all the same
+            extra = {key: value for key, value in line.items() if key not in ("level", "message")}
+            self._logger.info(PROCESSED, extra=extra)
+            return
+        stream.write(_encode(line) + "\n")
+
+    def _line(self, fields: Mapping[str, Any], duration_ms: float) -> dict[str, Any]:
         line: dict[str, Any] = {
             "level": "INFO",
             "message": PROCESSED,
@@ -63,20 +94,11 @@ class RecordLog:
             "duration_ms": round(duration_ms, 3),
             **fields,
         }
-        if None in fields.values():
-            for key, value in fields.items():
-                if value is None:
-                    del line[key]
         if self._request_id is not None:
             line["function_request_id"] = self._request_id
         if self._xray_trace_id is not None:
             line["xray_trace_id"] = self._xray_trace_id
-        stream = self._bound_stream
-        if stream is None:  # a handler without a stream: the Logger's own line, all the same
-            extra = {key: value for key, value in line.items() if key not in ("level", "message")}
-            self._logger.info(PROCESSED, extra=extra)
-            return
-        stream.write(_encode(line) + "\n")
+        return line
 
     def _stream(self) -> IO[str] | None:
         stream: IO[str] | None = getattr(self._logger.registered_handler, "stream", None)
@@ -90,6 +112,11 @@ def _line_encoder() -> Callable[[Any], str]:
 
 
 _encode = _line_encoder()
+_HEAD = '{"level":"INFO","message":' + _encode(PROCESSED) + ',"timestamp":'
+_OWN_KEYS = frozenset(
+    ("level", "message", "timestamp", "service", "duration_ms", "function_request_id", "xray_trace_id")
+)
+"""The line's own keys: a record's field named like one is written the way the whole line is."""
 
 
 def _now() -> str:

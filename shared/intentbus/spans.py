@@ -16,8 +16,8 @@ Nothing here imports a tracing SDK.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from intentbus import telemetry
@@ -75,18 +75,23 @@ def _unchanged(envelope: Envelope) -> tuple[Envelope, str]:
     return envelope, telemetry.trace_header(envelope.trace_id)
 
 
+# Made once, entered per record or publication: a ``@contextmanager`` costs a generator on every ``with``.
+_NO_SPAN: AbstractContextManager[RecordSpan] = nullcontext(_Silent())
+_UNCHANGED: AbstractContextManager[Stamp] = nullcontext(_unchanged)
+
+
 class OffBackend:
     """No spans; published envelopes keep the trace context they had, their header names the root."""
 
     name: BackendName = "off"
 
-    @contextmanager
-    def record(self, stage: str, raw: Mapping[str, Any], tracer: Tracer | None) -> Iterator[RecordSpan]:
-        yield _Silent()
+    def record(
+        self, stage: str, raw: Mapping[str, Any], tracer: Tracer | None
+    ) -> AbstractContextManager[RecordSpan]:
+        return _NO_SPAN
 
-    @contextmanager
-    def publish(self, bus_name: str, envelopes: Sequence[Envelope]) -> Iterator[Stamp]:
-        yield _unchanged
+    def publish(self, bus_name: str, envelopes: Sequence[Envelope]) -> AbstractContextManager[Stamp]:
+        return _UNCHANGED
 
     def flush(self) -> None:
         return None
@@ -102,17 +107,15 @@ class XRayBackend:
 
     name: BackendName = "xray"
 
-    @contextmanager
-    def record(self, stage: str, raw: Mapping[str, Any], tracer: Tracer | None) -> Iterator[RecordSpan]:
+    def record(
+        self, stage: str, raw: Mapping[str, Any], tracer: Tracer | None
+    ) -> AbstractContextManager[RecordSpan]:
         if tracer is None:
-            yield _Silent()
-            return
-        with telemetry.record_span(tracer, f"## {stage} record") as span:
-            yield span
+            return _NO_SPAN
+        return telemetry.record_span(tracer, f"## {stage} record")
 
-    @contextmanager
-    def publish(self, bus_name: str, envelopes: Sequence[Envelope]) -> Iterator[Stamp]:
-        yield _xray_stamp
+    def publish(self, bus_name: str, envelopes: Sequence[Envelope]) -> AbstractContextManager[Stamp]:
+        return _XRAY_STAMP
 
     def flush(self) -> None:
         return None
@@ -124,6 +127,9 @@ def _xray_stamp(envelope: Envelope) -> tuple[Envelope, str]:
     if context is None:
         return envelope, header
     return with_context(envelope, context), header
+
+
+_XRAY_STAMP: AbstractContextManager[Stamp] = nullcontext(_xray_stamp)
 
 
 def with_context(envelope: Envelope, context: TraceParent, tracestate: str | None = None) -> Envelope:

@@ -126,11 +126,12 @@ def _root_header(root: str) -> str:
 
 def _current_entity() -> Any | None:
     """The X-Ray segment or subsegment open now, if this is a traced invocation with the SDK loaded."""
-    if not os.environ.get(LAMBDA_TRACE_ENV):
-        return None
+    # The SDK first: untraced, it is never loaded, and an absent variable costs its KeyError each time.
     sdk = sys.modules.get("aws_xray_sdk")
     core = sys.modules.get("aws_xray_sdk.core")
-    if sdk is None or core is None or not sdk.global_sdk_config.sdk_enabled():
+    if sdk is None or core is None or not os.environ.get(LAMBDA_TRACE_ENV):
+        return None
+    if not sdk.global_sdk_config.sdk_enabled():
         return None
     try:
         return core.xray_recorder.get_trace_entity()

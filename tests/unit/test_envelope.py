@@ -134,3 +134,21 @@ def test_a_body_nested_past_the_limit_is_refused_and_brackets_in_text_do_not_ref
     detail = parse_bus_event(body).detail
     assert isinstance(detail, dict)
     assert detail["payload"]["note"] == "{[" * MAX_DEPTH
+
+
+def test_an_envelopes_and_a_payloads_json_values_are_their_model_dumps() -> None:
+    """``to_json_dict`` and ``json_values`` call the serializer themselves: the values
+    ``model_dump(mode="json")`` gives, of the same types, and the same JSON text once encoded."""
+    from intentbus import facts
+    from intentbus.stages.common import json_values
+
+    body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
+    envelope, _ = normalize(parse_bus_event(body), catalog().types)
+    odd = envelope.model_copy(
+        update={"payload": {"n": 1, "f": 1.0, "t": True, "nested": [{"x": None}], "é": "\u2028"}}
+    )
+    for one in (envelope, odd):
+        assert one.to_json_dict() == one.model_dump(mode="json")
+        assert canonical_json(one.to_json_dict()) == canonical_json(one.model_dump(mode="json"))
+        accepted = facts.EventAccepted(event=one)
+        assert json.dumps(json_values(accepted)) == json.dumps(accepted.model_dump(mode="json"))

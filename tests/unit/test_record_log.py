@@ -72,3 +72,41 @@ def test_the_line_is_the_json_encoders_text(
         expected["xray_trace_id"] = "1-5759e988-bd862e3fe1be46a994272793"
     assert text == json.JSONEncoder(separators=(",", ":"), default=str).encode(expected) + "\n"
     assert text.isascii()
+
+
+@pytest.mark.parametrize("request_id", [None, "req-8"])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"reason": None},
+        {"stage": "execute", "duration": 2.5, "count": 3, "ok": True},
+        {"service": "a field named like the line's own", "stage": "record"},
+        {"function_request_id": "claimed", "published": ["X"]},
+    ],
+)
+def test_the_line_made_from_its_invocations_parts_is_the_whole_lines_text(
+    fields: dict[str, Any], request_id: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The invocation's parts (service, request id, trace id) are encoded once per batch: the line is still
+    the text of the whole line's dict, as written before, even when a field is named like one of its keys."""
+    monkeypatch.delenv("_X_AMZN_TRACE_ID", raising=False)
+    stream = io.StringIO()
+    log = _log(stream)
+    log.bind(request_id)
+    log.processed(fields, 0.5)
+
+    text = stream.getvalue()
+    line: dict[str, Any] = {
+        "level": "INFO",
+        "message": PROCESSED,
+        "timestamp": json.loads(text)["timestamp"],
+        "service": "intentbus-validate",
+        "duration_ms": 0.5,
+        **fields,
+    }
+    for key in [key for key, value in fields.items() if value is None]:
+        del line[key]
+    if request_id is not None:
+        line["function_request_id"] = request_id
+    assert text == json.JSONEncoder(separators=(",", ":"), default=str).encode(line) + "\n"

@@ -204,13 +204,14 @@ def _key_items(keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
 def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) -> Snapshot:
     """The snapshot from the items read for ``request`` (only its own keys'; absent ones were not found)."""
     own = log_sk(request.stage, request.input_id)
-    state = entry = granted = None
+    state_found: Mapping[str, Any] | None = None
+    entry = granted = None
     resource_version = None if request.resource is None else 0
     others: dict[str, LogEntry] = {}
     for item in found:
         sk = item["sk"]["S"]
         if sk == STATE_SK:
-            state = state_from_item(item)
+            state_found = item
         elif sk == RESOURCE_SK:
             resource_version = int(item["version"]["N"])
         elif sk.startswith(AUTH_PREFIX):
@@ -221,13 +222,27 @@ def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) ->
                 entry = logged
             others[proof_key(logged.stage, logged.input_id)] = logged
     own_key = proof_key(request.stage, request.input_id)
-    return Snapshot(
-        state=state,
-        entry=entry,
+    proofs = {key: value for key, value in others.items() if key != own_key}
+    if state_found is None:
+        return Snapshot(None, entry, resource_version, proofs, granted)
+    item = state_found
+    return Snapshot.state_read_later(
+        lambda: state_from_item(item),
+        run_definition(item),
+        entry,
         resource_version=resource_version,
-        proofs={key: value for key, value in others.items() if key != own_key},
+        proofs=proofs,
         authorization=granted,
     )
+
+
+def run_definition(item: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The status, workflow and definition version a state item holds beside its state (``state_item``
+    writes them in the same put); ``None`` for an item without them all: its state tells."""
+    status, workflow, definition = item.get("status"), item.get("workflow"), item.get("definition")
+    if status is None or workflow is None or definition is None:
+        return None
+    return status["S"], workflow["S"], definition["S"]
 
 
 def _response(error: ClientError) -> dict[str, Any]:

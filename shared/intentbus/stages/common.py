@@ -224,9 +224,15 @@ def pipeline_fact(
         time=time,
         source=PIPELINE_SOURCE,
         version=version,
-        payload=payload.model_dump(mode="json"),
+        payload=json_values(payload),
         index=index,
     )
+
+
+def json_values(model: BaseModel) -> dict[str, Any]:
+    """``model.model_dump(mode="json")``, from its serializer itself (as ``Envelope.to_json_dict``)."""
+    values: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json")
+    return values
 
 
 def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -> BaseModel:

@@ -25,6 +25,7 @@ from intentbus.stages.common import (
     commit_then_publish,
     content_digest,
     fact_digest,
+    json_values,
     log_only,
     pipeline_fact,
     publish,
@@ -224,9 +225,9 @@ class RecordStage(BatchReadingStage):
                     time=now,
                     source=facts.PIPELINE_SOURCE,
                     version=advanced.version,
-                    payload=facts.WorkflowCompleted(
-                        workflow=workflow.name, steps=advanced.steps_taken
-                    ).model_dump(mode="json"),
+                    payload=json_values(
+                        facts.WorkflowCompleted(workflow=workflow.name, steps=advanced.steps_taken)
+                    ),
                 )
             )
         return advanced, outputs, Outcome.APPLIED, {"outcome": step.outcome, "status": advanced.status.value}
@@ -240,7 +241,7 @@ class RecordStage(BatchReadingStage):
         )
         model = workflow.events[step.outcome].model
         try:
-            return model.model_validate(dict(raw)).model_dump(mode="json")
+            return json_values(model.model_validate(dict(raw)))
         except ValidationError as error:
             raise MalformedInput.from_validation(error, model, prefix=f"{step.outcome}.") from None
 

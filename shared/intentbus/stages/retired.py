@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from intentbus import facts
 from intentbus.envelope import Envelope
-from intentbus.journal import Commit, LogEntry, Outcome
+from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
 from intentbus.ports import WorkflowStore
 from intentbus.stages.common import StageDeps, StageResult, commit_then_publish, pipeline_fact
 from intentbus.state import Status, WorkflowState, settle
@@ -22,6 +22,13 @@ def why_retired(deps: StageDeps, state: WorkflowState | None) -> str | None:
     if state is None or state.terminal:
         return None
     return deps.catalog.retired(state.workflow, state.definition_version)
+
+
+def why_snapshot_retired(deps: StageDeps, snapshot: Snapshot) -> str | None:
+    """``why_retired`` of the snapshot's run, told by what its stored item says when it says it: a stage
+    that needs no more of the run reads no state."""
+    run = snapshot.run_definition()
+    return None if run is None else deps.catalog.retired(*run)
 
 
 def end_run(

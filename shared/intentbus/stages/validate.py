@@ -32,11 +32,12 @@ from intentbus.stages.common import (
     StageDeps,
     StageResult,
     commit_then_publish,
+    json_values,
     log_only,
     publish,
     require_recorded,
 )
-from intentbus.stages.retired import end_run, why_retired
+from intentbus.stages.retired import end_run, why_snapshot_retired
 
 STAGE = "validate"
 
@@ -176,7 +177,7 @@ class ValidateStage(BatchReadingStage):
             require_recorded(snapshot, envelope, producers)
         except MalformedInput as error:
             return self.reject(error, body, message_id)
-        retired = why_retired(self.deps, snapshot.state)
+        retired = why_snapshot_retired(self.deps, snapshot)
         if retired is not None:
             assert snapshot.state is not None
             ended = end_run(
@@ -235,7 +236,7 @@ class ValidateStage(BatchReadingStage):
             stage=STAGE,
             type=fact_type,
             kind=Kind.EVENT,
-            payload=payload.model_dump(mode="json"),
+            payload=json_values(payload),
             time=now,
             source=facts.PIPELINE_SOURCE,
             output_id=derive_id(identity, STAGE, 0),
