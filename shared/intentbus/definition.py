@@ -601,8 +601,7 @@ class Workflow:
     def allows_resource(self, tenant_id: str, resource: str) -> bool:
         if self.tenant_resources is None:
             return True
-        patterns = (*self.tenant_resources.get(tenant_id, ()), *self.tenant_resources.get("*", ()))
-        return any(fnmatch.fnmatchcase(resource, pattern) for pattern in patterns)
+        return _allows(self.tenant_resources.get(tenant_id, ()), self.tenant_resources.get("*", ()), resource)
 
     def offered(self, step: Step) -> dict[str, CommandSpec]:
         """The commands a step's agent is offered (``Step.tools``, or every declared command)."""
@@ -632,3 +631,25 @@ class Workflow:
         for spec in self.commands.values():
             found.extend(f"command {spec.name!r}: {problem}" for problem in spec.retry.problems())
         return found
+
+
+_Patterns = tuple[str, ...]
+_MATCHED: dict[tuple[int, int, str], tuple[_Patterns, _Patterns, bool]] = {}
+_MATCHED_KEPT = 4096
+
+
+def _allows(own: _Patterns, anyone: _Patterns, resource: str) -> bool:
+    """Whether ``resource`` matches one of a tenant's patterns or of the ``"*"`` ones. A deployment asks
+    about a few resources, again and again: each answer is kept with the very tuples it was made from
+    (immutable, and held by the entry, so no other tuple has their ids while it is kept), so a mapping
+    given other patterns, replaced or changed in place, is asked afresh."""
+    key = (id(own), id(anyone), resource)
+    known = _MATCHED.get(key)
+    if known is not None and known[0] is own and known[1] is anyone:
+        return known[2]
+    matched = any(fnmatch.fnmatchcase(resource, pattern) for pattern in (*own, *anyone))
+    if type(own) is tuple and type(anyone) is tuple:  # else it might change under the kept answer
+        if len(_MATCHED) >= _MATCHED_KEPT:
+            _MATCHED.clear()
+        _MATCHED[key] = (own, anyone, matched)
+    return matched
