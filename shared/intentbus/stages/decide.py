@@ -86,13 +86,14 @@ class _Turn(Frozen):
         now: datetime,
         payload: BaseModel,
     ) -> None:
-        object.__setattr__(self, "accepted", accepted)
-        object.__setattr__(self, "event", event)
-        object.__setattr__(self, "workflow", workflow)
-        object.__setattr__(self, "base", base)
-        object.__setattr__(self, "is_new", is_new)
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "payload", payload)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["accepted"] = accepted
+        fields["event"] = event
+        fields["workflow"] = workflow
+        fields["base"] = base
+        fields["is_new"] = is_new
+        fields["now"] = now
+        fields["payload"] = payload
 
     def output(
         self,
@@ -140,9 +141,10 @@ class _Checked(Frozen):
     def __init__(
         self, decision: Decision, payloads: tuple[dict[str, Any], ...], sizes: tuple[int, ...]
     ) -> None:
-        object.__setattr__(self, "decision", decision)
-        object.__setattr__(self, "payloads", payloads)
-        object.__setattr__(self, "sizes", sizes)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["decision"] = decision
+        fields["payloads"] = payloads
+        fields["sizes"] = sizes
 
 
 WHY_CHARS = 3000
