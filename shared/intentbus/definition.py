@@ -34,6 +34,17 @@ class TokenUsage(BaseModel):
         )
 
 
+_NO_TOKENS: list[TokenUsage] = []
+
+
+def _no_tokens() -> TokenUsage:
+    """A decision's default usage: one zero ``TokenUsage`` (immutable), made when first asked for, not once
+    per decision (a model's construction, ~5 k instructions) nor at import (stages that decide nothing)."""
+    if not _NO_TOKENS:
+        _NO_TOKENS.append(TokenUsage())
+    return _NO_TOKENS[0]
+
+
 class ProposedCommand(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -51,7 +62,7 @@ class Decision(BaseModel):
     rationale: str
     evidence: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(ge=0.0, le=1.0)
-    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    tokens: TokenUsage = Field(default_factory=_no_tokens)
     model: str | None = None
     """The model that produced the decision; ``None`` for a scripted agent."""
 

@@ -94,3 +94,17 @@ def test_an_empty_dict_is_two_bytes_and_any_other_value_is_encoded() -> None:
         '{"é":"2026-01-01 00:00:00+00:00"}'.encode()
     )
     assert json_bytes(Decimal("1.5")) == len('"1.5"')
+
+
+def test_decisions_share_one_zero_usage_and_dump_it_as_before() -> None:
+    from intentbus.definition import TokenUsage
+
+    made = [
+        Decision(agent="a", commands=(ProposedCommand(type="c", payload={}),), rationale="r", confidence=0.5)
+        for _ in range(2)
+    ]
+    assert made[0].tokens is made[1].tokens == TokenUsage()
+    assert "tokens" not in made[0].model_fields_set
+    assert made[0].model_dump(mode="json")["tokens"] == {"input_tokens": 0, "output_tokens": 0}
+    assert (made[0].tokens + TokenUsage(input_tokens=3)).total == 3
+    assert made[0].tokens == TokenUsage()  # unchanged by the sum: the shared usage is immutable
