@@ -108,3 +108,60 @@ def test_decisions_share_one_zero_usage_and_dump_it_as_before() -> None:
     assert made[0].model_dump(mode="json")["tokens"] == {"input_tokens": 0, "output_tokens": 0}
     assert (made[0].tokens + TokenUsage(input_tokens=3)).total == 3
     assert made[0].tokens == TokenUsage()  # unchanged by the sum: the shared usage is immutable
+
+
+class _Name(str):
+    pass
+
+
+_agents = _text | _text.map(_Name)
+_confidences = st.floats(0, 1) | st.sampled_from([0, 1])
+
+
+@settings(max_examples=400)
+@given(
+    _agents,
+    st.lists(st.tuples(_agents, _payloads), min_size=1, max_size=3),
+    _text,
+    st.dictionaries(_text, _values, max_size=3),
+    _confidences,
+    st.integers(0, 10**6),
+    st.none() | _text,
+)
+def test_a_decision_is_dumped_as_its_model_dumps_it(  # noqa: PLR0917 - the decision's fields
+    agent: str,
+    proposals: list[tuple[str, dict[str, Any]]],
+    rationale: str,
+    evidence: dict[str, Any],
+    confidence: float,
+    tokens: int,
+    model: str | None,
+) -> None:
+    from intentbus.definition import TokenUsage
+
+    decision = Decision(
+        agent=agent,
+        commands=tuple(ProposedCommand(type=kind, payload=payload) for kind, payload in proposals),
+        rationale=rationale,
+        evidence=evidence,
+        confidence=confidence,
+        tokens=TokenUsage(input_tokens=tokens, output_tokens=tokens // 3),
+        model=model,
+    )
+    made, expected = decide.decision_json(decision), decision.model_dump(mode="json")
+    assert made == expected
+    assert repr(made) == repr(expected)  # the same types, keys in the same order
+
+
+def test_a_plain_decision_is_dumped_by_hand() -> None:
+    decision = Decision(
+        agent="a",
+        commands=(ProposedCommand(type="c", payload={"n": [1, 2.5, {"k": None}], "ok": True}),),
+        rationale="r",
+        evidence={"seen": "x"},
+        confidence=0.5,
+    )
+    made = decide.decision_json(decision)
+    assert made == decision.model_dump(mode="json")
+    assert made["commands"][0]["payload"] is not decision.commands[0].payload  # a copy, as the dump's
+    assert made["evidence"] is not decision.evidence
