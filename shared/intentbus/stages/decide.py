@@ -21,7 +21,6 @@ from intentbus.definition import (
     ProposedCommand,
     RepairableAgent,
     Step,
-    TokenUsage,
     Workflow,
 )
 from intentbus.envelope import Envelope, Kind
@@ -415,7 +414,7 @@ class DecideStage(BatchReadingStage):
             is_new=turn.is_new,
         )
         decision_id = derive_id(turn.accepted.id, "decision")
-        dumped = decision_json(decision)
+        dumped = decision.model_dump(mode="json")
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
@@ -584,69 +583,6 @@ def proposed_json(
         "evidence": dumped["evidence"],
         "confidence": dumped["confidence"],
     }
-
-
-class _NotPlain(Exception):
-    """A value pydantic's JSON dump would not copy as it is."""
-
-
-def decision_json(decision: Decision) -> dict[str, Any]:
-    """``decision.model_dump(mode="json")``: the same keys in the same order, made by hand when each value is
-    plain JSON (``str``, ``int``, ``bool``, ``None``, a finite ``float``, and lists and ``str``-keyed dicts of
-    those), which the dump copies as they are. Anything else (a tuple, a datetime, an infinite float, a
-    subclass) is left to the model, as before."""
-    tokens = decision.tokens
-    if not (
-        type(decision) is Decision
-        and type(decision.agent) is str
-        and type(decision.rationale) is str
-        and type(decision.confidence) is float
-        and (decision.model is None or type(decision.model) is str)
-        and type(tokens) is TokenUsage
-        and type(tokens.input_tokens) is int
-        and type(tokens.output_tokens) is int
-        and all(
-            type(proposed) is ProposedCommand and type(proposed.type) is str for proposed in decision.commands
-        )
-    ):
-        return decision.model_dump(mode="json")
-    try:
-        commands = [
-            {"type": proposed.type, "payload": _plain(proposed.payload)} for proposed in decision.commands
-        ]
-        evidence = _plain(decision.evidence)
-    except (_NotPlain, RecursionError):
-        return decision.model_dump(mode="json")
-    return {
-        "agent": decision.agent,
-        "commands": commands,
-        "rationale": decision.rationale,
-        "evidence": evidence,
-        "confidence": decision.confidence,
-        "tokens": {"input_tokens": tokens.input_tokens, "output_tokens": tokens.output_tokens},
-        "model": decision.model,
-    }
-
-
-def _plain(value: Any) -> Any:
-    """A copy of a plain JSON ``value`` (``decision_json``); ``_NotPlain`` if it is not one."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        if value - value != 0:  # infinite or NaN: the dump writes null
-            raise _NotPlain
-        return value
-    if kind is dict:
-        copied: dict[str, Any] = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotPlain
-            copied[key] = _plain(item)
-        return copied
-    if kind is list:
-        return [_plain(item) for item in value]
-    raise _NotPlain
 
 
 def _oversized(decision: Decision, payloads: tuple[int, ...]) -> list[MalformedInput]:
