@@ -34,6 +34,17 @@ class TokenUsage(BaseModel):
         )
 
 
+_NO_TOKENS: list[TokenUsage] = []
+
+
+def _no_tokens() -> TokenUsage:
+    """A decision's default usage: one zero ``TokenUsage`` (immutable), made when first asked for, not once
+    per decision (a model's construction, ~5 k instructions) nor at import (stages that decide nothing)."""
+    if not _NO_TOKENS:
+        _NO_TOKENS.append(TokenUsage())
+    return _NO_TOKENS[0]
+
+
 class ProposedCommand(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -51,7 +62,7 @@ class Decision(BaseModel):
     rationale: str
     evidence: dict[str, Any] = Field(default_factory=dict)
     confidence: float = Field(ge=0.0, le=1.0)
-    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    tokens: TokenUsage = Field(default_factory=_no_tokens)
     model: str | None = None
     """The model that produced the decision; ``None`` for a scripted agent."""
 
@@ -84,15 +95,16 @@ class DecisionContext(Frozen):
         commands: "Mapping[str, CommandSpec] | None" = None,
         selection: Mapping[str, Any] | None = None,
     ) -> None:
-        object.__setattr__(self, "workflow", workflow)
-        object.__setattr__(self, "tenant_id", tenant_id)
-        object.__setattr__(self, "run_id", run_id)
-        object.__setattr__(self, "step_index", step_index)
-        object.__setattr__(self, "event_type", event_type)
-        object.__setattr__(self, "event", event)
-        object.__setattr__(self, "environment", environment)
-        object.__setattr__(self, "commands", {} if commands is None else commands)
-        object.__setattr__(self, "selection", selection)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["workflow"] = workflow
+        fields["tenant_id"] = tenant_id
+        fields["run_id"] = run_id
+        fields["step_index"] = step_index
+        fields["event_type"] = event_type
+        fields["event"] = event
+        fields["environment"] = environment
+        fields["commands"] = {} if commands is None else commands
+        fields["selection"] = selection
 
     __repr__ = fields_repr
 
@@ -601,8 +613,7 @@ class Workflow:
     def allows_resource(self, tenant_id: str, resource: str) -> bool:
         if self.tenant_resources is None:
             return True
-        patterns = (*self.tenant_resources.get(tenant_id, ()), *self.tenant_resources.get("*", ()))
-        return any(fnmatch.fnmatchcase(resource, pattern) for pattern in patterns)
+        return _allows(self.tenant_resources.get(tenant_id, ()), self.tenant_resources.get("*", ()), resource)
 
     def offered(self, step: Step) -> dict[str, CommandSpec]:
         """The commands a step's agent is offered (``Step.tools``, or every declared command)."""
@@ -632,3 +643,25 @@ class Workflow:
         for spec in self.commands.values():
             found.extend(f"command {spec.name!r}: {problem}" for problem in spec.retry.problems())
         return found
+
+
+_Patterns = tuple[str, ...]
+_MATCHED: dict[tuple[int, int, str], tuple[_Patterns, _Patterns, bool]] = {}
+_MATCHED_KEPT = 4096
+
+
+def _allows(own: _Patterns, anyone: _Patterns, resource: str) -> bool:
+    """Whether ``resource`` matches one of a tenant's patterns or of the ``"*"`` ones. A deployment asks
+    about a few resources, again and again: each answer is kept with the very tuples it was made from
+    (immutable, and held by the entry, so no other tuple has their ids while it is kept), so a mapping
+    given other patterns, replaced or changed in place, is asked afresh."""
+    key = (id(own), id(anyone), resource)
+    known = _MATCHED.get(key)
+    if known is not None and known[0] is own and known[1] is anyone:
+        return known[2]
+    matched = any(fnmatch.fnmatchcase(resource, pattern) for pattern in (*own, *anyone))
+    if type(own) is tuple and type(anyone) is tuple:  # else it might change under the kept answer
+        if len(_MATCHED) >= _MATCHED_KEPT:
+            _MATCHED.clear()
+        _MATCHED[key] = (own, anyone, matched)
+    return matched

@@ -75,44 +75,77 @@ class Policy(BaseModel):
     def evaluate(
         self, *, command: str, payload: Mapping[str, Any], tenant_id: str, environment: str
     ) -> Verdict:
-        for rule in _rules_for(self, command):
+        index = _index_of(self)
+        asked = (command, tenant_id, environment)
+        known = index.verdicts.get(asked)
+        if known is not None:
+            return known
+        payload_free = True  # no rule passed so far read the payload: nor does the verdict, then
+        found = index.by_command.get(command)
+        for rule in index.any_command if found is None else found:
             if not _matches(rule, command, payload, tenant_id, environment):
+                payload_free = payload_free and not rule.where
                 continue
             breach = _limit_breach(rule, payload)
             if breach is not None:
                 return Verdict(effect=Effect.DENY, rule=rule.id, reason=breach)
-            return _rule_verdict(rule.effect, rule.id, rule.reason or f"rule {rule.id}")
-        return Verdict(
+            verdict = _rule_verdict(rule.effect, rule.id, rule.reason or f"rule {rule.id}")
+            if payload_free and not rule.where and not rule.limits:
+                index.keep(asked, verdict)
+            return verdict
+        verdict = Verdict(
             effect=Effect.DENY,
             rule="default-deny",
             reason=f"no policy rule allows {command!r} for tenant {tenant_id!r} in {environment!r}",
         )
+        if payload_free:
+            index.keep(asked, verdict)
+        return verdict
 
 
-_Index = tuple[Policy, tuple[Rule, ...], dict[str, tuple[Rule, ...]], tuple[Rule, ...]]
-"""A policy, the rules it was made for, its rules by command type (the ``*`` ones among them, in
-order), and its ``*`` rules alone (for a command no rule names)."""
+class _Index:
+    """A policy's rules by command type (the ``*`` ones among them, in order), its ``*`` rules alone (for a
+    command no rule names), and the verdicts no payload can change, by (command, tenant, environment)."""
+
+    __slots__ = ("any_command", "by_command", "policy", "rules", "verdicts")
+
+    def __init__(self, policy: Policy) -> None:
+        rules = policy.rules
+        named = {rule.command for rule in rules}
+        self.policy = policy
+        self.rules = rules  # the very tuple the index was made for
+        self.by_command = {
+            name: tuple(rule for rule in rules if rule.command in (name, "*")) for name in named
+        }
+        self.any_command = tuple(rule for rule in rules if rule.command == "*")
+        self.verdicts: dict[tuple[str, str, str], Verdict] = {}
+
+    def keep(self, asked: tuple[str, str, str], verdict: Verdict) -> None:
+        if len(self.verdicts) >= _VERDICTS_KEPT:  # tenants are many: a bounded few are kept
+            self.verdicts.clear()
+        self.verdicts[asked] = verdict
+
+
 _INDEXES: dict[int, _Index] = {}
 _INDEXES_KEPT = 64
+_VERDICTS_KEPT = 1024
 
 
-def _rules_for(policy: Policy, command: str) -> tuple[Rule, ...]:
-    """The policy's rules that may match ``command`` (named for it or ``*``), in the policy's order:
-    the others cannot match (``_matches``). Indexed once per policy: a deployment has a few, fixed.
+def _index_of(policy: Policy) -> _Index:
+    """The policy's index, made once: a deployment has a few policies, fixed. A rule that does not name
+    the command (nor ``*``) cannot match it (``_matches``), and the verdict of a scan that read no
+    payload field (no ``where`` among the rules it passed or matched, no ``limits`` on the match) is
+    the same for every payload, so it is kept.
 
     Keyed by the policy's identity and checked against it and its very rules tuple, so an index never
     serves another policy (a new one at a reused address, or a copy with other rules)."""
     index = _INDEXES.get(id(policy))
-    if index is None or index[0] is not policy or index[1] is not policy.rules:
+    if index is None or index.policy is not policy or index.rules is not policy.rules:
         if len(_INDEXES) >= _INDEXES_KEPT:
             _INDEXES.clear()
-        rules = policy.rules
-        named = {rule.command for rule in rules}
-        by_command = {name: tuple(rule for rule in rules if rule.command in (name, "*")) for name in named}
-        index = (policy, rules, by_command, tuple(rule for rule in rules if rule.command == "*"))
+        index = _Index(policy)
         _INDEXES[id(policy)] = index
-    found = index[2].get(command)
-    return index[3] if found is None else found
+    return index
 
 
 @lru_cache(maxsize=256)

@@ -176,7 +176,7 @@ def test_an_agent_over_its_rationale_and_evidence_bounds_is_quarantined_at_decid
             large_workflow_command("y"),
         ),
     )
-    problems = _oversized(decision)
+    problems = _oversized(decision, tuple(json_bytes(proposed.payload) for proposed in decision.commands))
 
     assert [problem.field for problem in problems] == [
         "decision.rationale",
@@ -202,7 +202,7 @@ def test_a_decision_whose_proposals_together_are_too_large_is_refused() -> None:
         confidence=1.0,
         commands=tuple(large_workflow_command("z" * 80 * KB) for _ in range(3)),
     )
-    (problem,) = _oversized(decision)
+    (problem,) = _oversized(decision, tuple(json_bytes(proposed.payload) for proposed in decision.commands))
 
     assert "3 proposals" in problem.reason
     assert "at most 229,376" in problem.reason

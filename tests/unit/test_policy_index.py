@@ -119,6 +119,49 @@ def test_the_workflows_policies_give_the_verdicts_they_gave(
     _same_verdicts(policy, command, payload, tenant_id, environment)
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    st.lists(_rules, max_size=6).map(tuple),
+    _names,
+    _few,
+    _few,
+    st.lists(_payloads, min_size=2, max_size=5),
+)
+def test_a_kept_verdict_is_the_one_every_payload_gets(
+    rules: tuple[Rule, ...], command: str, tenant_id: str, environment: str, payloads: list[dict[str, Any]]
+) -> None:
+    """The same command, tenant and environment with other payloads: a verdict kept for the first is
+    given again only where no payload could change it."""
+    policy = Policy(rules=rules)
+    for payload in payloads:
+        _same_verdicts(policy, command, payload, tenant_id, environment)
+
+
+def test_a_verdict_that_reads_the_payload_is_not_kept() -> None:
+    limited = Rule(id="limited", command="c", effect=Effect.ALLOW, limits={"n": Limit(max=5)})
+    where = Rule(id="where", command="c", effect=Effect.ALLOW, where={"k": ("x",)})
+    plain = Rule(id="plain", command="c", effect=Effect.REQUIRE_APPROVAL)
+    asked: dict[str, Any] = {"command": "c", "tenant_id": "t", "environment": "dev"}
+    first = Policy(rules=(limited, plain))
+    assert first.evaluate(payload={"n": 1}, **asked).effect is Effect.ALLOW
+    assert first.evaluate(payload={"n": 9}, **asked).effect is Effect.DENY
+    second = Policy(rules=(where, plain))
+    assert second.evaluate(payload={"k": "y"}, **asked).rule == "plain"  # passed ``where`` on the payload
+    assert second.evaluate(payload={"k": "x"}, **asked).rule == "where"
+    third = Policy(rules=(plain, where))
+    assert third.evaluate(payload={}, **asked).rule == "plain"
+    assert policy_module._index_of(third).verdicts == {("c", "t", "dev"): third.evaluate(payload={}, **asked)}
+    assert policy_module._index_of(first).verdicts == {}
+    assert policy_module._index_of(second).verdicts == {}
+
+
+def test_the_verdicts_kept_stay_bounded() -> None:
+    policy = Policy(rules=(Rule(id="allow", command="c", effect=Effect.ALLOW),))
+    for n in range(policy_module._VERDICTS_KEPT + 10):
+        policy.evaluate(command="c", payload={}, tenant_id=f"t{n}", environment="dev")
+    assert 0 < len(policy_module._index_of(policy).verdicts) <= policy_module._VERDICTS_KEPT
+
+
 def test_an_index_serves_only_its_own_policy() -> None:
     allow = Rule(id="allow", command="c", effect=Effect.ALLOW)
     deny = Rule(id="deny", command="c", effect=Effect.DENY)

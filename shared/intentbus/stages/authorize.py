@@ -72,14 +72,15 @@ class _Turn(Frozen):
         now: datetime,
         resource_version: int | None = None,
     ) -> None:
-        object.__setattr__(self, "proposed", proposed)
-        object.__setattr__(self, "fact", fact)
-        object.__setattr__(self, "workflow", workflow)
-        object.__setattr__(self, "state", state)
-        object.__setattr__(self, "is_new", is_new)
-        object.__setattr__(self, "read", read)
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "resource_version", resource_version)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["proposed"] = proposed
+        fields["fact"] = fact
+        fields["workflow"] = workflow
+        fields["state"] = state
+        fields["is_new"] = is_new
+        fields["read"] = read
+        fields["now"] = now
+        fields["resource_version"] = resource_version
 
 
 @dataclass(init=False, eq=False, repr=False)  # never compared nor printed; __init__ by hand

@@ -86,13 +86,14 @@ class _Turn(Frozen):
         now: datetime,
         payload: BaseModel,
     ) -> None:
-        object.__setattr__(self, "accepted", accepted)
-        object.__setattr__(self, "event", event)
-        object.__setattr__(self, "workflow", workflow)
-        object.__setattr__(self, "base", base)
-        object.__setattr__(self, "is_new", is_new)
-        object.__setattr__(self, "now", now)
-        object.__setattr__(self, "payload", payload)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["accepted"] = accepted
+        fields["event"] = event
+        fields["workflow"] = workflow
+        fields["base"] = base
+        fields["is_new"] = is_new
+        fields["now"] = now
+        fields["payload"] = payload
 
     def output(
         self,
@@ -134,10 +135,16 @@ class _Checked(Frozen):
     decision: Decision
     payloads: tuple[dict[str, Any], ...]
     """``_canonical`` of each of ``decision.commands``, in order: validated once, used by ``_command``."""
+    sizes: tuple[int, ...]
+    """``json_bytes`` of each of ``decision.commands``' payloads, in order: measured once, by ``_checked``."""
 
-    def __init__(self, decision: Decision, payloads: tuple[dict[str, Any], ...]) -> None:
-        object.__setattr__(self, "decision", decision)
-        object.__setattr__(self, "payloads", payloads)
+    def __init__(
+        self, decision: Decision, payloads: tuple[dict[str, Any], ...], sizes: tuple[int, ...]
+    ) -> None:
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["decision"] = decision
+        fields["payloads"] = payloads
+        fields["sizes"] = sizes
 
 
 WHY_CHARS = 3000
@@ -429,7 +436,7 @@ class DecideStage(BatchReadingStage):
             summary={
                 "decision_id": decision_id,
                 "event_id": turn.event.id,
-                "decision": _summarized(dumped),
+                "decision": _summarized(dumped, decision, checked.sizes),
             },
         )
         return commit_then_publish(self.deps, self.store, turn.commit(entry, state), turn.accepted)
@@ -510,7 +517,8 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             payloads.append(_canonical(workflow, proposed))
         except MalformedInput as problem:
             problems.append(problem)
-    problems.extend(_oversized(decision))
+    sizes = tuple(json_bytes(proposed.payload) for proposed in decision.commands)
+    problems.extend(_oversized(decision, sizes))
     if problems:
         raise MalformedDecision(
             "; ".join(problem.reason for problem in problems),
@@ -518,7 +526,7 @@ def _checked(workflow: Workflow, context: DecisionContext, decision: Decision) -
             field=problems[0].field,
             tokens=decision.tokens,
         )
-    return _Checked(decision, tuple(payloads))
+    return _Checked(decision, tuple(payloads), sizes)
 
 
 SUMMARY_PAYLOAD_BYTES = 4 * 1024
@@ -526,10 +534,17 @@ SUMMARY_PAYLOAD_BYTES = 4 * 1024
 entry's outputs hold it whole, and one DynamoDB item holds both (400 KB at most)."""
 
 
-def _summarized(summary: dict[str, Any]) -> dict[str, Any]:
-    """The decision's ``model_dump(mode="json")``, its large payloads replaced by their size and sha256."""
-    for command in summary["commands"]:
-        size = json_bytes(command["payload"])
+def _summarized(summary: dict[str, Any], decision: Decision, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """``summary``: the decision's ``model_dump(mode="json")``, its large payloads replaced by their size
+    and sha256. ``sizes``: ``json_bytes`` of each proposal's payload as the agent gave it.
+
+    A dumped payload equal to the given one is the same JSON text, so its size is the one measured: a
+    JSON value dumps as the same value of the same type, and a value that dumps as another type (a
+    tuple, a datetime, a ``Decimal``, a key that is no ``str``) no longer compares equal; an ``int`` or
+    ``str`` subclass dumps as the plain value it equals, which ``json`` encodes as the same text."""
+    for command, proposed, measured in zip(summary["commands"], decision.commands, sizes, strict=True):
+        payload = command["payload"]
+        size = measured if payload == proposed.payload else json_bytes(payload)
         if size > SUMMARY_PAYLOAD_BYTES:
             command["payload"] = {"bytes": size, "sha256": digest(command["payload"]), "in": "outputs"}
     return summary
@@ -570,8 +585,9 @@ def proposed_json(
     }
 
 
-def _oversized(decision: Decision) -> list[MalformedInput]:
-    """What of the decision is over its bound (``intentbus.limits``): told by size, never by content."""
+def _oversized(decision: Decision, payloads: tuple[int, ...]) -> list[MalformedInput]:
+    """What of the decision is over its bound (``intentbus.limits``): told by size, never by content.
+    ``payloads``: ``json_bytes`` of each proposal's payload, in order."""
     found: list[MalformedInput] = []
     if len(decision.rationale) > MAX_RATIONALE_CHARS:
         found.append(
@@ -588,7 +604,6 @@ def _oversized(decision: Decision) -> list[MalformedInput]:
                 field="decision.evidence",
             )
         )
-    payloads = [json_bytes(proposed.payload) for proposed in decision.commands]
     for proposed, size in zip(decision.commands, payloads, strict=True):
         if size > MAX_PAYLOAD_BYTES:
             found.append(
