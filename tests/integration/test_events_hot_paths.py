@@ -248,18 +248,29 @@ def _deliveries(put_events: Any, entries: list[dict[str, Any]]) -> tuple[Any, ..
                 Name=f"r{number}", EventPattern=json.dumps(pattern or {"source": [{"prefix": ""}]})
             )
             events.put_targets(Rule=f"r{number}", Targets=[{"Id": "q", "Arn": arn["QueueArn"]}])
+        url = sqs.create_queue(QueueName="whole")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+        whole: Any = {"InputTemplate": '{"all": <aws.events.event.json>}', "InputPathsMap": {}}
+        events.put_targets(
+            Rule="r0", Targets=[{"Id": "w", "Arn": arn["QueueArn"], "InputTransformer": whole}]
+        )
         events.disable_rule(Name="r1")
         backend = events_backends["123456789012"][REGION]
         try:
             answered: Any = [
                 sorted((key, len(value)) for key, value in e.items()) for e in put_events(backend, entries)
             ]
+        except json.JSONDecodeError as error:
+            # where it failed moves with the clock's digits (a time in the default template)
+            answered = (type(error).__name__, error.msg)
         except Exception as error:
             answered = (type(error).__name__, str(error))
         queues = sqs_backends["123456789012"][REGION].queues
 
         def unstamped(body: str) -> Any:
             message = json.loads(body)
+            if set(message) == {"all"}:  # the whole message, through a template naming it
+                return {"all": unstamped(json.dumps(message["all"]))}
             return {k: v for k, v in message.items() if k not in ("id", "time", "ingestion-time")}
 
         received = {
@@ -316,3 +327,45 @@ def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: 
 
     # the archive's rule, any source, no nested.k, anything but "b", a time: of the bus's 13 rules
     assert sorted(handed) == ["Events-Archive-all", "r0", "r6", "r7", "r9"]
+
+
+def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_template_names_it(
+    monkeypatch: Any,
+) -> None:
+    """Fails when ``send_to_targets`` matches again the pattern ``_deliver`` just matched, or a target's
+    input dumps the whole message for a template without ``<aws.events.event.json>``."""
+    hot_paths.apply()
+    moto_fixes.apply()
+    from moto.events.models import EventPattern
+    from moto.events.utils import EventTemplateParser
+
+    matched: list[int] = []
+    dumped: list[str] = []
+    does_match = EventPattern._does_event_match
+    stringify = EventTemplateParser._stringify
+
+    def counted_match(self: Any, event: Any, pattern: Any, *prefix: Any) -> Any:
+        if not prefix:  # a whole pattern, not a nested part of one
+            matched.append(id(self))
+        return does_match(self, event, pattern, *prefix)
+
+    def counted_dump(value: Any) -> Any:
+        if isinstance(value, dict) and "detail-type" in value:
+            dumped.append(value["detail-type"])
+        return stringify(value)
+
+    monkeypatch.setattr(EventPattern, "_does_event_match", counted_match)
+    monkeypatch.setattr(EventTemplateParser, "_stringify", staticmethod(counted_dump))
+
+    def installed(backend: Any, entries: list[dict[str, Any]]) -> Any:
+        return backend.put_events(entries)
+
+    answered, received, _ = _deliveries(
+        installed, [{"Source": "b", "DetailType": "t", "Detail": json.dumps({"type": "c"})}]
+    )
+    assert [sorted(entry) for entry in answered] == [[("EventId", 36)]], answered
+    assert len(received["whole"]) == 1  # r0's second target: its template names the whole message
+    # one match per rule (each of PATTERNS' and the archive's); the message is dumped for the two
+    # templates that name it: the "whole" target's and the archive's
+    assert len(matched) == len(set(matched)) == len(PATTERNS) + 1
+    assert dumped == ["t", "t"]
