@@ -38,7 +38,8 @@ was just made on the same flat form), and each target's ``parse`` dumps the whol
 ``<aws.events.event.json>`` placeholder even where the template has none, which can only discard the
 text (the message is plain JSON data: its detail from ``json.loads``, texts, finite numbers and a list
 of texts, so the dump cannot raise). Those two are skipped for that message; any other message, or one
-whose template names the placeholder, takes moto's steps.
+whose template names the placeholder, takes moto's steps. For the same reason such a message is
+flattened for matching as it is, without its trip through JSON (a dump and a parse of its detail).
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ def _deliver(backend: Any, event: dict[str, Any], event_id: str) -> None:
         detail = json.loads(event["Detail"]) if flat_rest is None else None
         ingested = models.unix_time()
         if flat_rest is None:
-            flat_rest = _flat_rest(_message(backend, event, event_id, sent_at=None, detail=detail))
+            flat_rest = _flat_rest(_message(backend, event, event_id, sent_at=None, detail=detail), plain)
         matched = _flat_time(sent_at) and _flat_time(ingested)
         if matched:
             pattern = rule.event_pattern
@@ -305,9 +306,16 @@ def _models() -> Any:
     return models
 
 
-def _flat_rest(message: dict[str, Any]) -> dict[str, Any]:
-    """``flattened`` of the message without its per-rule fields (cached on the message's text)."""
-    return flattened({name: value for name, value in message.items() if name not in _PER_RULE})
+def _flat_rest(message: dict[str, Any], plain: bool = False) -> dict[str, Any]:
+    """``flattened`` of the message without its per-rule fields (cached on the message's text); of a
+    plain message (``_plain_entry``), flattened as it is: its trip through JSON would give it back equal,
+    of the same types, so only the dump and parse are left out."""
+    rest = {name: value for name, value in message.items() if name not in _PER_RULE}
+    if plain:
+        from moto.events.models import EventPattern
+
+        return EventPattern._flatten_dict(rest)
+    return flattened(rest)
 
 
 def _flat_time(value: Any) -> bool:

@@ -332,8 +332,9 @@ def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: 
 def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_template_names_it(
     monkeypatch: Any,
 ) -> None:
-    """Fails when ``send_to_targets`` matches again the pattern ``_deliver`` just matched, or a target's
-    input dumps the whole message for a template without ``<aws.events.event.json>``."""
+    """Fails when ``send_to_targets`` matches again the pattern ``_deliver`` just matched, a target's
+    input dumps the whole message for a template without ``<aws.events.event.json>``, or a plain
+    entry's message is flattened through JSON."""
     hot_paths.apply()
     moto_fixes.apply()
     from moto.events.models import EventPattern
@@ -356,6 +357,14 @@ def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_templa
 
     monkeypatch.setattr(EventPattern, "_does_event_match", counted_match)
     monkeypatch.setattr(EventTemplateParser, "_stringify", staticmethod(counted_dump))
+    through_json: list[Any] = []
+    flattened = events_hot_paths.flattened
+
+    def counted_flattened(event: Any) -> Any:
+        through_json.append(event)
+        return flattened(event)
+
+    monkeypatch.setattr(events_hot_paths, "flattened", counted_flattened)
 
     def installed(backend: Any, entries: list[dict[str, Any]]) -> Any:
         return backend.put_events(entries)
@@ -369,3 +378,4 @@ def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_templa
     # templates that name it: the "whole" target's and the archive's
     assert len(matched) == len(set(matched)) == len(PATTERNS) + 1
     assert dumped == ["t", "t"]
+    assert through_json == []  # the entry's message flattened as it is, not through JSON
