@@ -35,10 +35,11 @@ jsonpath_ng. Pinned by tests/integration/test_events_hot_paths.py.
 While ``_deliver`` hands a rule the message it matched, two steps of moto's ``send_to_targets`` are
 known in advance: its first, matching the rule's pattern against that message, answers True (the match
 was just made on the same flat form), and each target's ``parse`` dumps the whole message for the
-``<aws.events.event.json>`` placeholder even where the template has none, which can only discard the
-text (the message is plain JSON data: its detail from ``json.loads``, texts, finite numbers and a list
-of texts, so the dump cannot raise). Those two are skipped for that message; any other message, or one
-whose template names the placeholder, takes moto's steps. For the same reason such a message is
+``<aws.events.event.json>`` placeholder, and the text of each input path's value (the detail's dump,
+among them), even where the template does not name them, which can only discard the text (the message
+is plain JSON data: its detail from ``json.loads``, texts, finite numbers and a list of texts, so no
+text of it can raise). Those are skipped for that message; any other message, or a placeholder the
+template names, takes moto's steps. For the same reason such a message is
 flattened for matching as it is, without its trip through JSON (a dump and a parse of its detail).
 """
 
@@ -334,16 +335,21 @@ def _parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> 
     stringify = EventTemplateParser._stringify
     template_to_use = input_template or EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
     input_paths_map = input_paths_map or EventTemplateParser.DEFAULT_EVENT_INPUT_PATHS_MAP
+    plain = event is _sending[0]  # its values' texts cannot raise: one that replaces nothing is not made
     for input_path in input_paths_map:
         path = input_paths_map[input_path]
         field = _root_field(path) if type(event) is dict and type(path) is str else None
         if field is not None:
             value = event.get(field, _NOT_SET)
-            result = None if value is _NOT_SET else stringify(value)
+            found = value is not _NOT_SET
         else:
             input_expr = jsonpath_ng.ext.parse(path)  # type: ignore[attr-defined]
             matches = input_expr.find(event)
-            result = stringify(matches[0].value) if matches else None
+            found = bool(matches)
+            value = matches[0].value if found else None
+        if not found or (plain and f"<{input_path}>" not in template_to_use):
+            continue
+        result = stringify(value)
         if result:
             template_to_use = template_to_use.replace(f"<{input_path}>", result)
 
@@ -351,9 +357,8 @@ def _parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> 
         "aws.events.event.json": event,
         "aws.events.event.ingestion-time": event["ingestion-time"],
     }
-    unread = event is _sending[0] and _EVENT_JSON not in template_to_use
     for input_path, value in default_inputs_map.items():
-        if unread and value is event:
+        if plain and value is event and _EVENT_JSON not in template_to_use:
             continue  # its dump would replace nothing
         template_to_use = template_to_use.replace(f"<{input_path}>", stringify(value))
 

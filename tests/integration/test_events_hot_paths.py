@@ -196,6 +196,59 @@ def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
     assert outcomes[0] == outcomes[1], (paths, template, event)
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
+@given(
+    fields=st.fixed_dictionaries(
+        {
+            "id": _text,
+            "detail-type": _text,
+            "source": _text,
+            "account": _text,
+            "region": _text,
+            "resources": st.lists(_text, max_size=2),
+        }
+    ),
+    detail=st.one_of(_detail, _value).map(lambda detail: json.loads(json.dumps(detail))),
+    paths=st.one_of(
+        st.just({}), st.dictionaries(st.sampled_from(["id", "a", "source", "x"]), _paths, max_size=4)
+    ),
+    template=st.one_of(
+        st.none(),
+        st.just('{"id": "<id>", "a": <a>, "x": "<x>", "source": "<source>"}'),
+        st.just('{"all": <aws.events.event.json>, "at": <aws.events.event.ingestion-time>}'),
+        st.just('{"archive-arn": "arn:aws:events:r:1:archive/a:u", "event": <aws.events.event.json>}'),
+    ),
+    times=st.tuples(_time, st.floats(0, 2e9)),
+)
+def test_a_plain_message_s_input_is_built_as_moto_s_own_parse_builds_it(
+    fields: dict[str, Any],
+    detail: Any,
+    paths: dict[str, str],
+    template: str | None,
+    times: tuple[Any, float],
+) -> None:
+    """The message ``_deliver`` hands a rule (plain JSON data), with the texts of the placeholders its
+    template does not name left unmade: the same input, or the same exception, as moto's own parse."""
+    from moto.events.utils import EventTemplateParser
+
+    moto_s = events_hot_paths.PINS.moto_original("EventTemplateParser.parse")
+    event: Any = {"version": "0", **fields, "time": times[0], "detail": detail}
+    event["ingestion-time"] = times[1]
+    outcomes = []
+    parsers: tuple[Any, ...] = (EventTemplateParser.parse, moto_s)
+    for parse in parsers:
+        events_hot_paths._sending[:] = [event, None]
+        try:
+            outcomes.append(
+                ("input", json.dumps(parse(input_template=template, input_paths_map=paths, event=event)))
+            )
+        except Exception as error:  # the outcome compared is the exception's type
+            outcomes.append(("raised", type(error).__name__))
+        finally:
+            events_hot_paths._sending[:] = [None, None]
+    assert outcomes[0] == outcomes[1], (paths, template, event)
+
+
 def test_the_base_event_message_copies_as_deepcopy_copies_it() -> None:
     """Equal, a plain dict, and sharing nothing that can change with the base or another copy."""
     import copy
@@ -333,8 +386,8 @@ def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_templa
     monkeypatch: Any,
 ) -> None:
     """Fails when ``send_to_targets`` matches again the pattern ``_deliver`` just matched, a target's
-    input dumps the whole message for a template without ``<aws.events.event.json>``, or a plain
-    entry's message is flattened through JSON."""
+    input dumps the whole message (or its detail) for a template without ``<aws.events.event.json>``
+    (or ``<detail>``), or a plain entry's message is flattened through JSON."""
     hot_paths.apply()
     moto_fixes.apply()
     from moto.events.models import EventPattern
@@ -351,8 +404,8 @@ def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_templa
         return does_match(self, event, pattern, *prefix)
 
     def counted_dump(value: Any) -> Any:
-        if isinstance(value, dict) and "detail-type" in value:
-            dumped.append(value["detail-type"])
+        if isinstance(value, dict):
+            dumped.append("message" if "detail-type" in value else "detail")
         return stringify(value)
 
     monkeypatch.setattr(EventPattern, "_does_event_match", counted_match)
@@ -375,7 +428,8 @@ def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_templa
     assert [sorted(entry) for entry in answered] == [[("EventId", 36)]], answered
     assert len(received["whole"]) == 1  # r0's second target: its template names the whole message
     # one match per rule (each of PATTERNS' and the archive's); the message is dumped for the two
-    # templates that name it: the "whole" target's and the archive's
+    # templates that name it (the "whole" target's and the archive's), its detail for the default
+    # template of each matched rule's queue (r0, r6, r7, r9)
     assert len(matched) == len(set(matched)) == len(PATTERNS) + 1
-    assert dumped == ["t", "t"]
+    assert sorted(dumped) == ["detail"] * 4 + ["message"] * 2
     assert through_json == []  # the entry's message flattened as it is, not through JSON
