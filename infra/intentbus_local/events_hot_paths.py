@@ -31,6 +31,16 @@ The replacement is moto's code but for that lookup: a path that jsonpath_ng pars
 of the root (``Child(Root(), Fields(name))``, checked once per path) is looked up in the message dict
 as jsonpath_ng would (``dict.get``); any other path, or a message that is not a dict, goes through
 jsonpath_ng. Pinned by tests/integration/test_events_hot_paths.py.
+
+While ``_deliver`` hands a rule the message it matched, two steps of moto's ``send_to_targets`` are
+known in advance: its first, matching the rule's pattern against that message, answers True (the match
+was just made on the same flat form), and each target's ``parse`` dumps the whole message for the
+``<aws.events.event.json>`` placeholder, and the text of each input path's value (the detail's dump,
+among them), even where the template does not name them, which can only discard the text (the message
+is plain JSON data: its detail from ``json.loads``, texts, finite numbers and a list of texts, so no
+text of it can raise). Those are skipped for that message; any other message, or a placeholder the
+template names, takes moto's steps. For the same reason such a message is
+flattened for matching as it is, without its trip through JSON (a dump and a parse of its detail).
 """
 
 from __future__ import annotations
@@ -55,6 +65,8 @@ PINS = Pins(
         # why a shared flattened event may be handed to it: it only reads it (``event_flat.get``)
         "moto.events.models.EventPattern._does_event_match": "3c96a8f9478ba99a",
         "moto.events.utils.EventTemplateParser.parse": "40a5a46a321811bb",
+        # why a message's dump that replaces nothing may be left out: a dict's text is json.dumps of it
+        "moto.events.utils.EventTemplateParser._stringify": "ed44a617a21bf0df",
     },
 )
 PUT_EVENTS_PINS = Pins(
@@ -84,6 +96,9 @@ _PER_RULE = ("time", "ingestion-time")
 
 _last: list[tuple[str, dict[str, Any]]] = []
 """The last event's JSON text (without the per-rule fields) and its flattened form."""
+_sending: list[Any] = [None, None]
+"""The message ``_deliver`` is handing to ``send_to_targets`` and the pattern it matched (else None)."""
+_EVENT_JSON = "<aws.events.event.json>"
 
 
 def apply() -> None:
@@ -101,7 +116,7 @@ def apply() -> None:
 
 
 def _matches_event(pattern: Any, event: dict[str, Any]) -> bool:
-    if not pattern._pattern:
+    if not pattern._pattern or (event is _sending[0] and pattern is _sending[1]):
         return True
     if any(isinstance(event.get(name), dict) for name in _PER_RULE):
         return bool(PINS.moto_original("EventPattern.matches_event")(pattern, event))
@@ -226,13 +241,15 @@ def _deliver(backend: Any, event: dict[str, Any], event_id: str) -> None:
 
     event_bus = backend.describe_event_bus(event_bus_name)
     flat_rest: dict[str, Any] | None = None
+    plain = _plain_entry(event)
     for rule in event_bus.rules.values():
         sent_at = event.get("Time", models.unix_time())
         detail = json.loads(event["Detail"]) if flat_rest is None else None
         ingested = models.unix_time()
         if flat_rest is None:
-            flat_rest = _flat_rest(_message(backend, event, event_id, sent_at=None, detail=detail))
-        if _flat_time(sent_at) and _flat_time(ingested):
+            flat_rest = _flat_rest(_message(backend, event, event_id, sent_at=None, detail=detail), plain)
+        matched = _flat_time(sent_at) and _flat_time(ingested)
+        if matched:
             pattern = rule.event_pattern
             if pattern._pattern and not pattern._does_event_match(
                 {**flat_rest, "time": sent_at, "ingestion-time": ingested}, pattern._pattern
@@ -242,7 +259,28 @@ def _deliver(backend: Any, event: dict[str, Any], event_id: str) -> None:
             detail = json.loads(event["Detail"])
         message = _message(backend, event, event_id, sent_at=sent_at, detail=detail)
         message["ingestion-time"] = ingested
-        rule.send_to_targets(message)
+        if not (matched and plain):
+            rule.send_to_targets(message)
+            continue
+        outer = list(_sending)  # a target on another bus puts its events from inside
+        _sending[:] = [message, rule.event_pattern]
+        try:
+            rule.send_to_targets(message)
+        finally:
+            _sending[:] = outer
+
+
+def _plain_entry(event: dict[str, Any]) -> bool:
+    """Whether the message built of this entry is plain JSON data but for its clock values (checked
+    apart): texts for its type and source, a list of texts for its resources (its detail comes from
+    ``json.loads``, its account and region are the backend's texts)."""
+    resources = event.get("Resources", [])
+    return (
+        type(event.get("DetailType")) is str
+        and type(event.get("Source")) is str
+        and type(resources) is list
+        and all(type(resource) is str for resource in resources)
+    )
 
 
 def _message(
@@ -269,9 +307,16 @@ def _models() -> Any:
     return models
 
 
-def _flat_rest(message: dict[str, Any]) -> dict[str, Any]:
-    """``flattened`` of the message without its per-rule fields (cached on the message's text)."""
-    return flattened({name: value for name, value in message.items() if name not in _PER_RULE})
+def _flat_rest(message: dict[str, Any], plain: bool = False) -> dict[str, Any]:
+    """``flattened`` of the message without its per-rule fields (cached on the message's text); of a
+    plain message (``_plain_entry``), flattened as it is: its trip through JSON would give it back equal,
+    of the same types, so only the dump and parse are left out."""
+    rest = {name: value for name, value in message.items() if name not in _PER_RULE}
+    if plain:
+        from moto.events.models import EventPattern
+
+        return EventPattern._flatten_dict(rest)
+    return flattened(rest)
 
 
 def _flat_time(value: Any) -> bool:
@@ -290,16 +335,21 @@ def _parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> 
     stringify = EventTemplateParser._stringify
     template_to_use = input_template or EventTemplateParser.DEFAULT_EVENT_INPUT_TEMPLATE
     input_paths_map = input_paths_map or EventTemplateParser.DEFAULT_EVENT_INPUT_PATHS_MAP
+    plain = event is _sending[0]  # its values' texts cannot raise: one that replaces nothing is not made
     for input_path in input_paths_map:
         path = input_paths_map[input_path]
         field = _root_field(path) if type(event) is dict and type(path) is str else None
         if field is not None:
             value = event.get(field, _NOT_SET)
-            result = None if value is _NOT_SET else stringify(value)
+            found = value is not _NOT_SET
         else:
             input_expr = jsonpath_ng.ext.parse(path)  # type: ignore[attr-defined]
             matches = input_expr.find(event)
-            result = stringify(matches[0].value) if matches else None
+            found = bool(matches)
+            value = matches[0].value if found else None
+        if not found or (plain and f"<{input_path}>" not in template_to_use):
+            continue
+        result = stringify(value)
         if result:
             template_to_use = template_to_use.replace(f"<{input_path}>", result)
 
@@ -308,6 +358,8 @@ def _parse(input_template: str, input_paths_map: dict[str, Any], event: Any) -> 
         "aws.events.event.ingestion-time": event["ingestion-time"],
     }
     for input_path, value in default_inputs_map.items():
+        if plain and value is event and _EVENT_JSON not in template_to_use:
+            continue  # its dump would replace nothing
         template_to_use = template_to_use.replace(f"<{input_path}>", stringify(value))
 
     return json.loads(template_to_use)  # type: ignore[no-any-return]

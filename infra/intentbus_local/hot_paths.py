@@ -15,8 +15,9 @@ attribute_parse (a DynamoDB request's attribute values read as the copies they a
 account_backends (an account's backend found without walking every backend dict), item_sizes (an
 item's 400 KB check in one pass over its attributes), dynamo_results (a DynamoDB result's plain
 values taken as they are), xml_request_ids (a response body without an XML request id left
-unscanned), event_aliases (botocore's event names aliased once per process, not once per client) and
-deferred_keys (KMS keys' and Cognito user pools' private keys made when first read, not at creation).
+unscanned), event_aliases (botocore's event names aliased once per process, not once per client),
+deferred_keys (KMS keys' and Cognito user pools' private keys made when first read, not at creation)
+and route_builders (werkzeug's URL builders compiled on first use, which moto's routing never makes).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from intentbus_local import (
     events_hot_paths,
     item_sizes,
     response_keys,
+    route_builders,
     sqs_hot_paths,
     stack_template,
     xml_request_ids,
@@ -73,6 +75,7 @@ def apply() -> None:
     xml_request_ids.apply()
     event_aliases.apply()
     deferred_keys.apply()
+    route_builders.apply()
 
 
 def _memoize(home: object, name: str, size: int, importers: tuple[object, ...]) -> None:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from intentbus_local import pin_digests
+
 
 def source_digest(function: Callable[..., Any]) -> str:
     """The first 16 hex digits of the sha256 of the function's source."""
@@ -77,11 +79,12 @@ class Pins:
         return True
 
     def changed(self) -> list[str]:
-        """The pinned names whose moto source is not the one found on ``found_on``."""
+        """The pinned names whose moto source is not the one found on ``found_on`` (digests kept per file
+        bytes: intentbus_local.pin_digests)."""
         return [
             dotted
             for dotted, digest in self.sources.items()
-            if source_digest(self.moto_original(".".join(_split(dotted)[1:]))) != digest
+            if pin_digests.digest(self.moto_original(".".join(_split(dotted)[1:])), source_digest) != digest
         ]
 
 

@@ -196,6 +196,59 @@ def test_each_target_s_input_is_built_as_moto_s_own_parse_builds_it(
     assert outcomes[0] == outcomes[1], (paths, template, event)
 
 
+@pytest.mark.usefixtures("hot_paths_applied")
+@given(
+    fields=st.fixed_dictionaries(
+        {
+            "id": _text,
+            "detail-type": _text,
+            "source": _text,
+            "account": _text,
+            "region": _text,
+            "resources": st.lists(_text, max_size=2),
+        }
+    ),
+    detail=st.one_of(_detail, _value).map(lambda detail: json.loads(json.dumps(detail))),
+    paths=st.one_of(
+        st.just({}), st.dictionaries(st.sampled_from(["id", "a", "source", "x"]), _paths, max_size=4)
+    ),
+    template=st.one_of(
+        st.none(),
+        st.just('{"id": "<id>", "a": <a>, "x": "<x>", "source": "<source>"}'),
+        st.just('{"all": <aws.events.event.json>, "at": <aws.events.event.ingestion-time>}'),
+        st.just('{"archive-arn": "arn:aws:events:r:1:archive/a:u", "event": <aws.events.event.json>}'),
+    ),
+    times=st.tuples(_time, st.floats(0, 2e9)),
+)
+def test_a_plain_message_s_input_is_built_as_moto_s_own_parse_builds_it(
+    fields: dict[str, Any],
+    detail: Any,
+    paths: dict[str, str],
+    template: str | None,
+    times: tuple[Any, float],
+) -> None:
+    """The message ``_deliver`` hands a rule (plain JSON data), with the texts of the placeholders its
+    template does not name left unmade: the same input, or the same exception, as moto's own parse."""
+    from moto.events.utils import EventTemplateParser
+
+    moto_s = events_hot_paths.PINS.moto_original("EventTemplateParser.parse")
+    event: Any = {"version": "0", **fields, "time": times[0], "detail": detail}
+    event["ingestion-time"] = times[1]
+    outcomes = []
+    parsers: tuple[Any, ...] = (EventTemplateParser.parse, moto_s)
+    for parse in parsers:
+        events_hot_paths._sending[:] = [event, None]
+        try:
+            outcomes.append(
+                ("input", json.dumps(parse(input_template=template, input_paths_map=paths, event=event)))
+            )
+        except Exception as error:  # the outcome compared is the exception's type
+            outcomes.append(("raised", type(error).__name__))
+        finally:
+            events_hot_paths._sending[:] = [None, None]
+    assert outcomes[0] == outcomes[1], (paths, template, event)
+
+
 def test_the_base_event_message_copies_as_deepcopy_copies_it() -> None:
     """Equal, a plain dict, and sharing nothing that can change with the base or another copy."""
     import copy
@@ -248,18 +301,29 @@ def _deliveries(put_events: Any, entries: list[dict[str, Any]]) -> tuple[Any, ..
                 Name=f"r{number}", EventPattern=json.dumps(pattern or {"source": [{"prefix": ""}]})
             )
             events.put_targets(Rule=f"r{number}", Targets=[{"Id": "q", "Arn": arn["QueueArn"]}])
+        url = sqs.create_queue(QueueName="whole")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+        whole: Any = {"InputTemplate": '{"all": <aws.events.event.json>}', "InputPathsMap": {}}
+        events.put_targets(
+            Rule="r0", Targets=[{"Id": "w", "Arn": arn["QueueArn"], "InputTransformer": whole}]
+        )
         events.disable_rule(Name="r1")
         backend = events_backends["123456789012"][REGION]
         try:
             answered: Any = [
                 sorted((key, len(value)) for key, value in e.items()) for e in put_events(backend, entries)
             ]
+        except json.JSONDecodeError as error:
+            # where it failed moves with the clock's digits (a time in the default template)
+            answered = (type(error).__name__, error.msg)
         except Exception as error:
             answered = (type(error).__name__, str(error))
         queues = sqs_backends["123456789012"][REGION].queues
 
         def unstamped(body: str) -> Any:
             message = json.loads(body)
+            if set(message) == {"all"}:  # the whole message, through a template naming it
+                return {"all": unstamped(json.dumps(message["all"]))}
             return {k: v for k, v in message.items() if k not in ("id", "time", "ingestion-time")}
 
         received = {
@@ -316,3 +380,56 @@ def test_a_rule_whose_pattern_does_not_match_gets_no_message_built(monkeypatch: 
 
     # the archive's rule, any source, no nested.k, anything but "b", a time: of the bus's 13 rules
     assert sorted(handed) == ["Events-Archive-all", "r0", "r6", "r7", "r9"]
+
+
+def test_a_matched_rule_s_message_is_matched_once_and_dumped_only_where_a_template_names_it(
+    monkeypatch: Any,
+) -> None:
+    """Fails when ``send_to_targets`` matches again the pattern ``_deliver`` just matched, a target's
+    input dumps the whole message (or its detail) for a template without ``<aws.events.event.json>``
+    (or ``<detail>``), or a plain entry's message is flattened through JSON."""
+    hot_paths.apply()
+    moto_fixes.apply()
+    from moto.events.models import EventPattern
+    from moto.events.utils import EventTemplateParser
+
+    matched: list[int] = []
+    dumped: list[str] = []
+    does_match = EventPattern._does_event_match
+    stringify = EventTemplateParser._stringify
+
+    def counted_match(self: Any, event: Any, pattern: Any, *prefix: Any) -> Any:
+        if not prefix:  # a whole pattern, not a nested part of one
+            matched.append(id(self))
+        return does_match(self, event, pattern, *prefix)
+
+    def counted_dump(value: Any) -> Any:
+        if isinstance(value, dict):
+            dumped.append("message" if "detail-type" in value else "detail")
+        return stringify(value)
+
+    monkeypatch.setattr(EventPattern, "_does_event_match", counted_match)
+    monkeypatch.setattr(EventTemplateParser, "_stringify", staticmethod(counted_dump))
+    through_json: list[Any] = []
+    flattened = events_hot_paths.flattened
+
+    def counted_flattened(event: Any) -> Any:
+        through_json.append(event)
+        return flattened(event)
+
+    monkeypatch.setattr(events_hot_paths, "flattened", counted_flattened)
+
+    def installed(backend: Any, entries: list[dict[str, Any]]) -> Any:
+        return backend.put_events(entries)
+
+    answered, received, _ = _deliveries(
+        installed, [{"Source": "b", "DetailType": "t", "Detail": json.dumps({"type": "c"})}]
+    )
+    assert [sorted(entry) for entry in answered] == [[("EventId", 36)]], answered
+    assert len(received["whole"]) == 1  # r0's second target: its template names the whole message
+    # one match per rule (each of PATTERNS' and the archive's); the message is dumped for the two
+    # templates that name it (the "whole" target's and the archive's), its detail for the default
+    # template of each matched rule's queue (r0, r6, r7, r9)
+    assert len(matched) == len(set(matched)) == len(PATTERNS) + 1
+    assert sorted(dumped) == ["detail"] * 4 + ["message"] * 2
+    assert through_json == []  # the entry's message flattened as it is, not through JSON
