@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.stages.common import (
@@ -167,9 +168,17 @@ def test_a_changed_value_is_refused_as_before(payload: dict[str, Any], replaceme
 
 
 FIELDS = st.sampled_from(["id", "source", "subject", "run_id", "causation_id", "dataschema"])
+FIELD_TEXTS = st.text(st.characters(codec="utf-8"), max_size=8)
+"""What an envelope's string field can hold: it refuses a lone surrogate, so no fact carries one there."""
 
 
-@given(PAYLOADS, FIELDS, ANY_TEXT)
+@pytest.mark.parametrize("name", ["id", "source", "subject", "run_id", "causation_id", "dataschema"])
+def test_a_lone_surrogate_in_a_string_field_is_refused(name: str) -> None:
+    with pytest.raises(ValidationError, match="unicode"):
+        fact({}, **{name: "\ud800"})
+
+
+@given(PAYLOADS, FIELDS, FIELD_TEXTS)
 def test_another_field_is_refused_as_before(payload: dict[str, Any], name: str, value: str) -> None:
     assert_as_before(fact(payload), fact(payload, **{name: value or "x"}))
 
