@@ -189,13 +189,11 @@ class Snapshot(Frozen):
         ``run``: what its stored item says of it besides, its status, workflow and definition version (written
         with the state, in one put); ``None`` if it does not say them all.
         A stage that needs no more of the run than that never reads the state."""
-        snapshot = cls.__new__(cls)
-        object.__setattr__(snapshot, "_read_state", read_state)
-        object.__setattr__(snapshot, "_run", run)
-        object.__setattr__(snapshot, "entry", entry)
-        object.__setattr__(snapshot, "resource_version", resource_version)
-        object.__setattr__(snapshot, "proofs", {} if proofs is None else proofs)
-        object.__setattr__(snapshot, "authorization", authorization)
+        snapshot = cls(None, entry, resource_version, proofs, authorization)
+        fields = snapshot.__dict__
+        del fields["state"]  # read when first asked for (``__getattr__``)
+        fields["_read_state"] = read_state
+        fields["_run"] = run
         return snapshot
 
     if not TYPE_CHECKING:  # to a type checker, a snapshot has its fields and nothing else
