@@ -582,9 +582,15 @@ def last_quarantine_field(pipeline: InMemoryPipeline) -> str | None:
 
 class _CloudWatch:
     def get_metric_statistics(self, **kwargs: Any) -> dict[str, Any]:
-        if kwargs["MetricName"] == incident.DEPENDENCY_ERROR_METRIC:
-            return {"Datapoints": [{"Maximum": 0.32}]}
         return {"Datapoints": [{"Maximum": 880.0}, {"Maximum": 1240.0}]}
+
+    def get_metric_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {
+            "MetricDataResults": [
+                {"Id": query["Id"], "Values": [0.32], "StatusCode": "Complete"}
+                for query in kwargs["MetricDataQueries"]
+            ]
+        }
 
     def list_metrics(self, **kwargs: Any) -> dict[str, Any]:
         service = kwargs["Dimensions"][0]["Value"]

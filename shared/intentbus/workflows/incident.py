@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from botocore.exceptions import ClientError
 from pydantic import Field
 
 from intentbus.definition import (
@@ -28,13 +29,15 @@ from intentbus.definition import (
 )
 from intentbus.policy import Effect, Limit, Policy, Rule
 from intentbus.registry import Payload
-from intentbus.tools import aws_errors
+from intentbus.tools import aws_errors, tool_error
 
 METRICS_NAMESPACE = "intentbus/services"
 LATENCY_METRIC = "LatencyP99"
 DEPENDENCY_ERROR_METRIC = "DependencyErrorRate"
 SUSPECT_ERROR_RATE = 0.05
 MAX_DESIRED_COUNT = 20
+_NO_SUCH_SERVICE = frozenset({"ServiceNotFoundException", "ServiceNotActiveException"})
+"""UpdateService's codes for a service that is not there to scale (a deleted one is inactive)."""
 
 Environment = Literal["dev", "staging", "production"]
 
@@ -114,6 +117,60 @@ def _max_statistic(
     return max((float(point["Maximum"]) for point in points), default=0.0), len(points)
 
 
+METRIC_DATA_QUERIES = 500
+"""GetMetricData's most queries a call."""
+
+
+def _maxima(
+    cloudwatch: Any, metric: str, dimension_sets: list[list[dict[str, str]]], minutes: int
+) -> list[float]:
+    """Each dimension set's maximum over the window (0.0 without datapoints), in order: what as many
+    GetMetricStatistics calls read, in one GetMetricData call per 500 metrics (and its pages)."""
+    start, end = _window(minutes)
+    found: list[float | None] = [None] * len(dimension_sets)
+    for first in range(0, len(dimension_sets), METRIC_DATA_QUERIES):
+        # Ids are ours (a label is the caller's text, never parsed): m<position in dimension_sets>.
+        positions = {
+            f"m{index}": index
+            for index in range(first, min(first + METRIC_DATA_QUERIES, len(dimension_sets)))
+        }
+        request: dict[str, Any] = {
+            "MetricDataQueries": [
+                {
+                    "Id": query_id,
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": METRICS_NAMESPACE,
+                            "MetricName": metric,
+                            "Dimensions": dimension_sets[index],
+                        },
+                        "Period": 60,
+                        "Stat": "Maximum",
+                    },
+                }
+                for query_id, index in positions.items()
+            ],
+            "StartTime": start,
+            "EndTime": end,
+        }
+        while True:
+            with aws_errors(f"reading {metric}"):
+                response = cloudwatch.get_metric_data(**request)
+            for result in response.get("MetricDataResults", []):
+                status = result.get("StatusCode", "Complete")
+                if status not in ("Complete", "PartialData"):
+                    raise ToolError(f"reading {metric} failed: {status}", retryable=status == "InternalError")
+                index = positions[result["Id"]]
+                for value in result.get("Values", []):  # a metric's datapoints may span pages
+                    seen = found[index]
+                    found[index] = float(value) if seen is None else max(seen, float(value))
+            token = response.get("NextToken")
+            if not token:
+                break
+            request["NextToken"] = token
+    return [0.0 if maximum is None else maximum for maximum in found]
+
+
 def service_resource(command: ServiceRef) -> str:
     """The name the tenant allow-list and the resource serialization use for an ECS service."""
     return f"ecs:{command.cluster}/{command.service}"
@@ -140,24 +197,29 @@ def collect_diagnostics(command: CollectDiagnostics, context: ToolContext) -> Ma
 
 @tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.READ_ONLY)
 def check_dependencies(command: CheckDependencies, context: ToolContext) -> Mapping[str, Any]:
-    """Reads every dependency's error rate and names the worst one."""
+    """Reads every dependency's error rate and names the worst one: one ListMetrics, one GetMetricData."""
     context.require_resource(service_resource(command))
+    cloudwatch = context.clients.client("cloudwatch")
     with aws_errors("listing dependency metrics"):
-        listed = context.clients.client("cloudwatch").list_metrics(
+        listed = cloudwatch.list_metrics(
             Namespace=METRICS_NAMESPACE,
             MetricName=DEPENDENCY_ERROR_METRIC,
             Dimensions=[{"Name": "Service", "Value": command.service}],
         )
-    rates: dict[str, float] = {}
+    metrics: list[tuple[str, list[dict[str, str]]]] = []
     for metric in listed.get("Metrics", []):
         dimensions = {item["Name"]: item["Value"] for item in metric.get("Dimensions", [])}
         dependency = dimensions.get("Dependency")
         if dependency:
-            rates[dependency], _ = _max_statistic(
-                context, DEPENDENCY_ERROR_METRIC, metric["Dimensions"], command.window_minutes
-            )
-    if not rates:
+            metrics.append((dependency, metric["Dimensions"]))
+    if not metrics:
         raise ToolError(f"no dependency metrics for {command.service}", retryable=False)
+    maxima = _maxima(
+        cloudwatch, DEPENDENCY_ERROR_METRIC, [dims for _, dims in metrics], command.window_minutes
+    )
+    rates: dict[str, float] = {}
+    for (dependency, _), maximum in zip(metrics, maxima, strict=True):
+        rates[dependency] = maximum  # a dependency listed twice keeps its last metric's, as it always has
     worst = max(rates, key=lambda name: rates[name])
     return {
         **command.model_dump(exclude={"window_minutes"}),
@@ -193,14 +255,20 @@ def plan_recovery(command: PlanRecovery, context: ToolContext) -> Mapping[str, A
 
 @tool(repeat_safety=RepeatSafety.SAFE, effect=ToolEffect.WRITES)
 def scale_service(command: ScaleService, context: ToolContext) -> Mapping[str, Any]:
-    """Sets the desired count: an absolute value, so running it twice leaves the same service."""
+    """Sets the desired count: an absolute value, so running it twice leaves the same service.
+
+    UpdateService itself says whether the service exists (no DescribeServices before it)."""
     context.require_resource(service_resource(command))
-    if not _describe(context, command):
-        raise ToolError(f"ECS service {command.service} not found in {command.cluster}", retryable=False)
-    with aws_errors(f"scaling {command.cluster}/{command.service}"):
+    try:
         context.clients.client("ecs").update_service(
             cluster=command.cluster, service=command.service, desiredCount=command.desired_count
         )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in _NO_SUCH_SERVICE:
+            raise ToolError(
+                f"ECS service {command.service} not found in {command.cluster}", retryable=False
+            ) from error
+        raise tool_error(error, f"scaling {command.cluster}/{command.service}") from error
     return {**command.model_dump(exclude={"from_count"}), "previous_count": command.from_count}
 
 
