@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from intentbus_local import collector, sqs_deep_queues
+from intentbus_local import collector, sqs_deep_queues, sqs_receive
 from intentbus_local.backend import Mode, MotoBackend, backend_for
 from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
@@ -164,6 +164,7 @@ class LocalCloud:
                 account_id=self._topology.account_id,
                 receivable=self._receivable if self.mode == "inprocess" else None,
                 delete_batch=self._delete_batch if self.mode == "inprocess" else None,
+                receive=self._receive if self.mode == "inprocess" else None,
             )
             self._schedules = Schedules.from_template(
                 self._template,
@@ -386,6 +387,17 @@ class LocalCloud:
         backend = _moto_queue_backend(self.topology.account_id, self._region)
         _, failed = backend.delete_message_batch(queue_url.rsplit("/", 1)[-1], entries)
         return list(failed)
+
+    def _receive(self, queue_url: str, count: int) -> list[dict[str, Any]] | None:
+        """ReceiveMessage answered by moto's SQS backend itself while calls are answered in process
+        (intentbus_local.sqs_receive); None: the poller makes the request."""
+        from intentbus_local import direct_calls  # registers botocore handlers: imported once started
+
+        if not direct_calls.answering():
+            return None
+        model = _started(self._clients).sqs().meta.service_model.operation_model("ReceiveMessage")
+        backend = _moto_queue_backend(self.topology.account_id, self._region)
+        return sqs_receive.receive(backend, queue_url.rsplit("/", 1)[-1], count, model)
 
     def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
         held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}

@@ -23,6 +23,7 @@ from intentbus_local import (
     Mode,
     NotIdleError,
     load_template,
+    sqs_receive,
 )
 from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
 
@@ -402,21 +403,32 @@ def test_an_in_process_delete_answers_what_delete_message_batch_answers(cloud: L
 
 
 def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
-    cloud: LocalCloud, journal: Journal
+    cloud: LocalCloud, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     received: list[int] = []
+    in_process: list[int] = []
     cloud.clients.sqs().meta.events.register(
         "after-call.sqs.ReceiveMessage",
         lambda parsed, **_: received.append(len(parsed.get("Messages", []))),
     )
+    receive = sqs_receive.receive
+
+    def counted(*args: Any) -> list[dict[str, Any]] | None:
+        messages = receive(*args)
+        in_process.append(-1 if messages is None else len(messages))
+        return messages
+
+    monkeypatch.setattr(sqs_receive, "receive", counted)
     put(cloud, [entry("EventAccepted", behaviour="ok") for _ in range(3)])
 
     summary = cloud.run_until_idle()
 
     assert summary.idle
     assert summary.messages_processed >= 3
-    assert received
-    assert 0 not in received
+    assert received == []  # the poller's receives are answered by moto's SQS backend itself
+    assert in_process
+    assert 0 not in in_process
+    assert -1 not in in_process
 
 
 def test_looking_into_an_empty_queue_in_process_makes_no_receive(cloud: LocalCloud) -> None:
