@@ -1,12 +1,13 @@
-"""The poller's ReceiveMessage answered by moto's SQS backend in process, as moto's handler answers it.
+"""The local cloud's own SQS receives answered by moto's SQS backend in process, as its handler answers.
 
 Lambda's event-source mapping receives a stage queue's messages itself: no function's code makes that
-call, and the poller makes it hundreds of times a fault schedule (about one call in seven). On the
-direct path (intentbus_local.direct_calls) each one still went through botocore's serializer, moto's
-request parser, moto's handler and response serializer, and botocore's parser. In process the poller
-asks moto's backend (``SQSBackend.receive_message``, the call moto's handler makes, with the same
-arguments for the poller's request: up to 10 messages, no wait, the queue's visibility timeout, every
-message attribute) and builds each message as moto's handler does (``SQSResponse.receive_message``,
+call, and the poller makes it hundreds of times a fault schedule (about one call in seven); the cloud's
+look into a dead-letter or quarantine queue (``LocalCloud.queue_messages``) receives too. On the direct
+path (intentbus_local.direct_calls) each one still went through botocore's serializer, moto's request
+parser, moto's handler and response serializer, and botocore's parser. In process they ask moto's
+backend (``SQSBackend.receive_message``, the call moto's handler makes, with the arguments it passes for
+those requests: up to 10 messages, no wait, the visibility timeout asked or else the queue's, every
+message attribute) and build each message as moto's handler does (``SQSResponse.receive_message``,
 every system attribute asked for).
 
 What botocore's parser made of that: the same message dicts. Every value of a message without message
@@ -33,6 +34,8 @@ PINS = Pins(
 )
 """The handler whose answer this builds (its digest is checked by tests/integration/test_sqs_receive.py)."""
 MAX_MESSAGES = 10
+MAXIMUM_VISIBILITY_TIMEOUT = 43200
+"""moto's (and SQS's) limit, in seconds: a longer one is refused by the handler."""
 _SYSTEM_ATTRIBUTES = (
     "AWSTraceHeader",
     "ApproximateFirstReceiveTimestamp",
@@ -46,13 +49,19 @@ _SYSTEM_ATTRIBUTES = (
 """``SUPPORTED_SYSTEM_MESSAGE_ATTRIBUTE_NAMES`` of moto's handler: with "All", each of them."""
 
 
-def receive(backend: Any, queue_name: str, count: int, model: OperationModel) -> list[dict[str, Any]] | None:
-    """Up to ``count`` (1 to 10) messages of the queue, as ReceiveMessage's parsed ``Messages``; None
-    (nothing received) where the request must be made instead: moto's code moved, or no such queue."""
+def receive(
+    backend: Any, queue_name: str, count: int, model: OperationModel, visibility_timeout: int | None = None
+) -> list[dict[str, Any]] | None:
+    """Up to ``count`` (1 to 10) messages of the queue, as ReceiveMessage's parsed ``Messages``, each
+    left invisible for ``visibility_timeout`` seconds (None: the queue's); None (nothing received) where
+    the request must be made instead: moto's code moved, no such queue, a timeout moto refuses."""
     if not PINS.holds() or not 1 <= count <= MAX_MESSAGES or queue_name not in backend.queues:
         return None
+    if visibility_timeout is not None and not 0 <= visibility_timeout <= MAXIMUM_VISIBILITY_TIMEOUT:
+        return None
     queue = backend.get_queue(queue_name)
-    received = backend.receive_message(queue_name, count, 0, queue.visibility_timeout, ["All"])
+    timeout = queue.visibility_timeout if visibility_timeout is None else visibility_timeout
+    received = backend.receive_message(queue_name, count, 0, timeout, ["All"])
     messages = [_message(message) for message in received]
     if all(_plain(message) for message in messages):
         return messages

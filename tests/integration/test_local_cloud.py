@@ -431,17 +431,28 @@ def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
     assert -1 not in in_process
 
 
-def test_looking_into_an_empty_queue_in_process_makes_no_receive(cloud: LocalCloud) -> None:
-    receives: list[str] = []
-    cloud.clients.sqs().meta.events.register(
-        "after-call.sqs.ReceiveMessage", lambda parsed, **_: receives.append("receive")
-    )
+def test_looking_into_a_queue_in_process_makes_no_request_and_leaves_its_messages_visible(
+    cloud: LocalCloud,
+) -> None:
+    requests: list[str] = []
+    for operation in ("ReceiveMessage", "ChangeMessageVisibilityBatch"):
+        cloud.clients.sqs().meta.events.register(
+            f"after-call.sqs.{operation}", lambda parsed, **_: requests.append("request")
+        )
     cloud.clients.sqs().send_message(QueueUrl=cloud.topology.queues["DecideDLQ"].url, MessageBody="{}")
 
     assert cloud.queue_messages("ValidateDLQ") == []
-    assert receives == []
-    assert [m.body for m in cloud.queue_messages("DecideDLQ")] == ["{}"]
-    assert receives
+    (first,) = cloud.queue_messages("DecideDLQ")
+    assert cloud.queue_depth("DecideDLQ") == (1, 0, 0)
+    (again,) = cloud.queue_messages("DecideDLQ")
+
+    assert first.body == again.body == "{}"
+    assert first.message_id == again.message_id
+    assert [first.attributes["ApproximateReceiveCount"], again.attributes["ApproximateReceiveCount"]] == [
+        "1",
+        "2",
+    ]
+    assert requests == []  # moto's SQS backend answered the receives and made the message visible again
 
 
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(

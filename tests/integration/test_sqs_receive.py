@@ -133,6 +133,24 @@ def test_messages_without_message_attributes_are_not_serialized_and_parsed(
     assert repr(received) == repr(_as_next_receive(expected, received))
 
 
+def test_the_visibility_timeout_asked_for_is_the_one_the_messages_get() -> None:
+    with mock_aws():
+        from moto.sqs.models import sqs_backends
+
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = sqs.create_queue(QueueName="peek", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="x")
+        model = sqs.meta.service_model.operation_model("ReceiveMessage")
+        backend = sqs_backends[ACCOUNT][REGION]
+
+        assert len(sqs_receive.receive(backend, "peek", 10, model) or []) == 1  # the queue's: 0 s
+        assert len(sqs_receive.receive(backend, "peek", 10, model, 60) or []) == 1
+        assert sqs_receive.receive(backend, "peek", 10, model) == []  # invisible for 60 s
+        # what moto's handler refuses is left to the request, which says so
+        assert sqs_receive.receive(backend, "peek", 10, model, 43201) is None
+        assert sqs_receive.receive(backend, "peek", 11, model) is None
+
+
 def test_an_unknown_queue_is_left_to_the_request() -> None:
     with mock_aws():
         from moto.sqs.models import sqs_backends
