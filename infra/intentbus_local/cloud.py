@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from intentbus_local import collector, sqs_deep_queues
+from intentbus_local import collector, sqs_deep_queues, sqs_receive
 from intentbus_local.backend import Mode, MotoBackend, backend_for
 from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
@@ -164,6 +164,8 @@ class LocalCloud:
                 account_id=self._topology.account_id,
                 receivable=self._receivable if self.mode == "inprocess" else None,
                 delete_batch=self._delete_batch if self.mode == "inprocess" else None,
+                receive=self._receive if self.mode == "inprocess" else None,
+                make_visible=self._change_visibility if self.mode == "inprocess" else None,
             )
             self._schedules = Schedules.from_template(
                 self._template,
@@ -387,6 +389,27 @@ class LocalCloud:
         _, failed = backend.delete_message_batch(queue_url.rsplit("/", 1)[-1], entries)
         return list(failed)
 
+    def _receive(
+        self, queue_url: str, count: int, visibility_timeout: int | None = None
+    ) -> list[dict[str, Any]] | None:
+        """ReceiveMessage answered by moto's SQS backend itself while calls are answered in process
+        (intentbus_local.sqs_receive); None: make the request."""
+        if not _answering_in_process():
+            return None
+        model = _started(self._clients).sqs().meta.service_model.operation_model("ReceiveMessage")
+        backend = _moto_queue_backend(self.topology.account_id, self._region)
+        return sqs_receive.receive(backend, queue_url.rsplit("/", 1)[-1], count, model, visibility_timeout)
+
+    def _change_visibility(self, queue_url: str, entries: list[dict[str, Any]]) -> bool:
+        """ChangeMessageVisibilityBatch done by moto's SQS backend itself, as its handler does it once the
+        queue is found, for a caller that does not read the answer; False: make the request."""
+        backend = _moto_queue_backend(self.topology.account_id, self._region)
+        name = queue_url.rsplit("/", 1)[-1]
+        if not _answering_in_process() or name not in backend.queues:
+            return False
+        backend.change_message_visibility_batch(name, entries)
+        return True
+
     def _stage_queues_empty(self, hold: Collection[str] = ()) -> bool:
         held = {m.queue.logical_id for m in self.topology.mappings if m.function_logical_id in hold}
         return all(
@@ -455,14 +478,16 @@ class LocalCloud:
         seen: dict[str, QueueMessage] = {}
         handles: list[str] = []
         while True:
-            received = sqs.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=10,
-                WaitTimeSeconds=0,
-                VisibilityTimeout=_PEEK_VISIBILITY_TIMEOUT,
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
+            received = self._receive(url, 10, _PEEK_VISIBILITY_TIMEOUT) if self.mode == "inprocess" else None
+            if received is None:
+                received = sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=0,
+                    VisibilityTimeout=_PEEK_VISIBILITY_TIMEOUT,
+                    MessageSystemAttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])  # type: ignore[assignment]
             if not received:
                 break
             for message in received:
@@ -474,14 +499,19 @@ class LocalCloud:
                     message_attributes=dict(message.get("MessageAttributes", {})),
                 )
         for start in range(0, len(handles), 10):
-            sqs.change_message_visibility_batch(
-                QueueUrl=url,
-                Entries=[
-                    {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0}
-                    for n, h in enumerate(handles[start : start + 10])
-                ],
-            )
+            entries = [
+                {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0}
+                for n, h in enumerate(handles[start : start + 10])
+            ]
+            if self.mode != "inprocess" or not self._change_visibility(url, entries):
+                sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
         return list(seen.values())
+
+
+def _answering_in_process() -> bool:
+    from intentbus_local import direct_calls  # registers botocore handlers: imported once started
+
+    return direct_calls.answering()
 
 
 def _moto_queue(account_id: str, region: str, name: str) -> Any:

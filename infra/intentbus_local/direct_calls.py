@@ -96,6 +96,11 @@ def stopped() -> None:
     _running[0] = max(0, _running[0] - 1)
 
 
+def answering() -> bool:
+    """Whether calls are answered on this path now: a cloud running, not ``over_http``, the pins holding."""
+    return bool(_running[0]) and _pins_hold()
+
+
 @contextlib.contextmanager
 def over_http() -> Iterator[None]:
     """Botocore's ordinary path while open, cloud running or not: for whoever records the wire
@@ -212,6 +217,11 @@ def _dispatch(
     except HTTPException as error:  # as BotocoreStubber.process_request does
         return error.code or 500, error.get_headers(), error.get_body()
     return status, response_headers, response_body
+
+
+def parsed_answer(model: OperationModel, url: str, status: int, headers: Any, body: str | bytes) -> Any:
+    """What botocore's parser makes of moto's answer to ``model``'s operation, as this path parses it."""
+    return _parsed(_aws_response(url, status, headers, body), model)
 
 
 def _aws_response(url: str, status: int, headers: Any, body: str | bytes) -> AWSResponse:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from intentbus_local import tracing, visibility
 from intentbus_local.clock import LocalClock
@@ -43,6 +43,10 @@ Message = dict[str, Any]
 """One message as ReceiveMessage returns it."""
 DeleteBatch = Callable[[str, list[dict[str, str]]], list[dict[str, Any]]]
 """(queue URL, DeleteMessageBatch's entries) -> its ``Failed`` entries."""
+Receive = Callable[[str, int], list[Message] | None]
+"""(queue URL, how many, 1 to 10) -> ReceiveMessage's ``Messages``, or None: make the request instead."""
+MakeVisible = Callable[[str, list[dict[str, Any]]], bool]
+"""(queue URL, ChangeMessageVisibilityBatch's entries) -> whether done (False: make the request)."""
 
 
 class BatchResponseError(RuntimeError):
@@ -102,12 +106,18 @@ class Poller:
         account_id: str,
         receivable: Callable[[str], bool] | None = None,
         delete_batch: DeleteBatch | None = None,
+        receive: Receive | None = None,
+        make_visible: MakeVisible | None = None,
     ) -> None:
         """``receivable(queue name)``: whether a receive would get a message now (in process, moto's
         queue asked directly); a receive it says would come back empty is not made. None: always ask SQS.
         ``delete_batch``: deletes what a batch processed without a request (in process); None: a
-        DeleteMessageBatch request."""
+        DeleteMessageBatch request. ``receive``: receives without a request (in process; None when it
+        cannot, and then, as with None, a ReceiveMessage request). ``make_visible``: the same for the
+        ChangeMessageVisibilityBatch that releases messages (whose answer the poller does not read)."""
         self._sqs = sqs
+        self._receive = receive
+        self._make_visible_in_process = make_visible
         self._receivable = receivable
         self._delete_batch = delete_batch
         self._runtime = runtime
@@ -206,14 +216,17 @@ class Poller:
         while len(messages) < mapping.batch_size:
             if self._receivable is not None and not self._receivable(mapping.queue.name):
                 break
-            response = self._sqs.receive_message(
-                QueueUrl=mapping.queue.url,
-                MaxNumberOfMessages=min(SQS_MAX_RECEIVE, mapping.batch_size - len(messages)),
-                WaitTimeSeconds=0,
-                MessageSystemAttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            )
-            received = response.get("Messages", [])
+            count = min(SQS_MAX_RECEIVE, mapping.batch_size - len(messages))
+            received = None if self._receive is None else self._receive(mapping.queue.url, count)
+            if received is None:
+                response = self._sqs.receive_message(
+                    QueueUrl=mapping.queue.url,
+                    MaxNumberOfMessages=count,
+                    WaitTimeSeconds=0,
+                    MessageSystemAttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                )
+                received = cast(list[Message], response.get("Messages", []))
             if not received:
                 break
             messages.extend(dict(m) for m in received)
@@ -246,13 +259,13 @@ class Poller:
     def _make_visible(self, queue_url: str, receipt_handles: Sequence[str]) -> None:
         for start in range(0, len(receipt_handles), SQS_MAX_RECEIVE):
             chunk = receipt_handles[start : start + SQS_MAX_RECEIVE]
+            entries = [
+                {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0} for n, h in enumerate(chunk)
+            ]
             # Entries that fail are messages no longer in flight (deleted, or moved): nothing to do.
-            self._sqs.change_message_visibility_batch(
-                QueueUrl=queue_url,
-                Entries=[
-                    {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0} for n, h in enumerate(chunk)
-                ],
-            )
+            in_process = self._make_visible_in_process
+            if in_process is None or not in_process(queue_url, entries):
+                self._sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
 
     def _failed_ids(
         self, mapping: MappingInfo, invocation: Invocation, ids: Sequence[str]

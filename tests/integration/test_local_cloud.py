@@ -23,6 +23,7 @@ from intentbus_local import (
     Mode,
     NotIdleError,
     load_template,
+    sqs_receive,
 )
 from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
 
@@ -402,34 +403,56 @@ def test_an_in_process_delete_answers_what_delete_message_batch_answers(cloud: L
 
 
 def test_an_in_process_run_receives_only_from_queues_with_a_message_to_hand_out(
-    cloud: LocalCloud, journal: Journal
+    cloud: LocalCloud, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     received: list[int] = []
+    in_process: list[int] = []
     cloud.clients.sqs().meta.events.register(
         "after-call.sqs.ReceiveMessage",
         lambda parsed, **_: received.append(len(parsed.get("Messages", []))),
     )
+    receive = sqs_receive.receive
+
+    def counted(*args: Any) -> list[dict[str, Any]] | None:
+        messages = receive(*args)
+        in_process.append(-1 if messages is None else len(messages))
+        return messages
+
+    monkeypatch.setattr(sqs_receive, "receive", counted)
     put(cloud, [entry("EventAccepted", behaviour="ok") for _ in range(3)])
 
     summary = cloud.run_until_idle()
 
     assert summary.idle
     assert summary.messages_processed >= 3
-    assert received
-    assert 0 not in received
+    assert received == []  # the poller's receives are answered by moto's SQS backend itself
+    assert in_process
+    assert 0 not in in_process
+    assert -1 not in in_process
 
 
-def test_looking_into_an_empty_queue_in_process_makes_no_receive(cloud: LocalCloud) -> None:
-    receives: list[str] = []
-    cloud.clients.sqs().meta.events.register(
-        "after-call.sqs.ReceiveMessage", lambda parsed, **_: receives.append("receive")
-    )
+def test_looking_into_a_queue_in_process_makes_no_request_and_leaves_its_messages_visible(
+    cloud: LocalCloud,
+) -> None:
+    requests: list[str] = []
+    for operation in ("ReceiveMessage", "ChangeMessageVisibilityBatch"):
+        cloud.clients.sqs().meta.events.register(
+            f"after-call.sqs.{operation}", lambda parsed, **_: requests.append("request")
+        )
     cloud.clients.sqs().send_message(QueueUrl=cloud.topology.queues["DecideDLQ"].url, MessageBody="{}")
 
     assert cloud.queue_messages("ValidateDLQ") == []
-    assert receives == []
-    assert [m.body for m in cloud.queue_messages("DecideDLQ")] == ["{}"]
-    assert receives
+    (first,) = cloud.queue_messages("DecideDLQ")
+    assert cloud.queue_depth("DecideDLQ") == (1, 0, 0)
+    (again,) = cloud.queue_messages("DecideDLQ")
+
+    assert first.body == again.body == "{}"
+    assert first.message_id == again.message_id
+    assert [first.attributes["ApproximateReceiveCount"], again.attributes["ApproximateReceiveCount"]] == [
+        "1",
+        "2",
+    ]
+    assert requests == []  # moto's SQS backend answered the receives and made the message visible again
 
 
 def test_a_poison_record_ends_in_its_dlq_and_its_neighbours_run_once(
