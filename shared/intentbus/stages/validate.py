@@ -63,9 +63,10 @@ class BusSender(Frozen):
     own_account: str | None
 
     def __init__(self, producers: ProducerBindings, account: str, own_account: str | None) -> None:
-        object.__setattr__(self, "producers", producers)
-        object.__setattr__(self, "account", account)
-        object.__setattr__(self, "own_account", own_account)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["producers"] = producers
+        fields["account"] = account
+        fields["own_account"] = own_account
 
     def refuses(self, *, source: str, tenant_id: str) -> str | None:
         if self.producers.allows(
