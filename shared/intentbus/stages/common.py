@@ -116,6 +116,11 @@ class BatchReadingStage(Stage):
         if isinstance(self.store, BatchReads):
             self.store.forget()
 
+    def read(self, request: SnapshotRequest) -> Snapshot:
+        """``request.read_alone(self.store)``, served from what the batch prefetched when it was."""
+        store = self.store
+        return store.read(request) if isinstance(store, BatchReads) else request.read_alone(store)
+
     def parsed(self, body: str) -> Any:
         """What ``reads`` parsed of ``body`` in this batch, once; ``None`` when it did not."""
         return self._parsed.pop(body, None)

@@ -171,7 +171,9 @@ class ValidateStage(BatchReadingStage):
         envelope, unreadable = normalized
         identity = input_identity(envelope.tenant_id, envelope.source, envelope.id)
         producers = _proven_by(envelope)
-        snapshot = self.store.snapshot(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=producers)
+        snapshot = self.read(
+            SnapshotRequest(envelope.tenant_id, envelope.run_id, STAGE, identity, proofs=tuple(producers))
+        )
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, envelope, snapshot.entry.outputs)
         try:
