@@ -73,6 +73,10 @@ class BatchReads:
         authorization: str | None = None,
     ) -> Snapshot:
         request = SnapshotRequest(tenant_id, run_id, stage, input_id, resource, tuple(proofs), authorization)
+        return self.read(request)
+
+    def read(self, request: SnapshotRequest) -> Snapshot:
+        """``snapshot`` with the request's own arguments, for a caller that has made the request."""
         ready = self._ready.pop(request, None)
         return request.read_alone(self.store) if ready is None else ready
 

@@ -90,7 +90,7 @@ def idempotency_key(run_id: str, step_index: int, payload: Any) -> str:
 
 def derive_id(*parts: object) -> str:
     """uuid5 over the parts, e.g. ``derive_id(input_id, "decide")`` for a stage's output."""
-    return _uuid5(":".join(str(part) for part in parts))
+    return _uuid5(":".join(map(str, parts)))
 
 
 @lru_cache(maxsize=512)

@@ -65,13 +65,14 @@ class SnapshotRequest(Frozen):
         proofs: tuple[tuple[str, str], ...] = (),
         authorization: str | None = None,
     ) -> None:
-        object.__setattr__(self, "tenant_id", tenant_id)
-        object.__setattr__(self, "run_id", run_id)
-        object.__setattr__(self, "stage", stage)
-        object.__setattr__(self, "input_id", input_id)
-        object.__setattr__(self, "resource", resource)
-        object.__setattr__(self, "proofs", proofs)
-        object.__setattr__(self, "authorization", authorization)
+        fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
+        fields["tenant_id"] = tenant_id
+        fields["run_id"] = run_id
+        fields["stage"] = stage
+        fields["input_id"] = input_id
+        fields["resource"] = resource
+        fields["proofs"] = proofs
+        fields["authorization"] = authorization
 
     __repr__ = fields_repr
 

@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from functools import lru_cache
+from math import isfinite
 from typing import IO, TYPE_CHECKING, Any
 
 from intentbus.ids import encoder_made_once
@@ -70,9 +71,11 @@ class RecordLog:
             own = _encode(fields)
             stream.write(
                 _HEAD
-                + _encode(_now())
+                + '"'
+                + _now()
+                + '"'
                 + self._after_timestamp
-                + _encode(round(duration_ms, 3))
+                + _number(round(duration_ms, 3))
                 + ("," + own[1:-1] if own != "{}" else "")
                 + self._tail
                 + "\n"
@@ -119,7 +122,16 @@ _OWN_KEYS = frozenset(
 """The line's own keys: a record's field named like one is written the way the whole line is."""
 
 
+def _number(value: float) -> str:
+    """``_encode(value)``: a finite float is written as its ``repr`` (as the encoder writes it) without
+    the encoder's call; anything else goes through the encoder."""
+    if type(value) is float and isfinite(value):
+        return repr(value)
+    return _encode(value)
+
+
 def _now() -> str:
+    """The time as ``YYYY-MM-DDTHH:MM:SS.mmmZ``: digits and ``-:.TZ`` only, which JSON writes as they are."""
     now = time.time()
     return _second_text(int(now)) + f".{int(now % 1 * 1000):03d}Z"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import astuple
 from datetime import UTC, datetime
 
 import pytest
@@ -199,6 +200,20 @@ def test_only_the_first_record_of_each_run_is_prefetched_and_served_once() -> No
     read(reads, second)  # after the first record of its run: read alone
     read(reads, first)  # a retry (after a version conflict) reads again
     assert store.reads == 2
+    assert reads.prefetched == 1
+
+
+def test_a_request_already_made_is_served_as_its_arguments_are() -> None:
+    store = RecordingStore()
+    reads = BatchReads(store)
+    first, second, other = request("run-1", "a"), request("run-1", "b"), request("run-2", "c")
+    reads.prefetch([first, second, other])
+    prefetched = reads._ready[first]
+
+    assert reads.read(first) is prefetched
+    assert reads.read(second) == store.snapshot(*astuple(second)[:4])
+    assert reads.read(first) is not prefetched  # served once: read again
+    assert store.reads == 3  # second read alone, the comparison, first read again
     assert reads.prefetched == 1
 
 

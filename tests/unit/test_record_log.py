@@ -11,7 +11,10 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from intentbus import record_log
 from intentbus.record_log import PROCESSED, RecordLog
 
 
@@ -110,3 +113,30 @@ def test_the_line_made_from_its_invocations_parts_is_the_whole_lines_text(
     if request_id is not None:
         line["function_request_id"] = request_id
     assert text == json.JSONEncoder(separators=(",", ":"), default=str).encode(line) + "\n"
+
+
+@given(value=st.floats() | st.integers())
+def test_a_duration_is_written_as_the_encoder_writes_it(value: float) -> None:
+    assert record_log._number(value) == json.JSONEncoder(separators=(",", ":"), default=str).encode(value)
+
+
+@pytest.mark.parametrize("duration_ms", [0.0, 0.0004, 0.5, 1.23456, 987.6545, 1e20, 12345678.9])
+def test_the_timestamp_and_duration_are_the_whole_lines_text(duration_ms: float) -> None:
+    stream = io.StringIO()
+    log = _log(stream)
+    log.bind("req-9")
+    log.processed({"stage": "record"}, duration_ms)
+
+    text = stream.getvalue()
+    timestamp = json.loads(text)["timestamp"]
+    line = {
+        "level": "INFO",
+        "message": PROCESSED,
+        "timestamp": timestamp,
+        "service": "intentbus-validate",
+        "duration_ms": round(duration_ms, 3),
+        "stage": "record",
+        "function_request_id": "req-9",
+    }
+    assert text == json.JSONEncoder(separators=(",", ":"), default=str).encode(line) + "\n"
+    assert datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").microsecond % 1000 == 0

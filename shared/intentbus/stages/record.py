@@ -89,7 +89,7 @@ class RecordStage(BatchReadingStage):
         denied = isinstance(fact, facts.CommandDenied)
         read = _request(incoming, fact, self.deps.id_salt)
         producers = list(read.proofs)
-        snapshot = read.read_alone(self.store)
+        snapshot = self.read(read)
         if snapshot.entry is not None:
             return publish(self.deps, Outcome.DUPLICATE, incoming, snapshot.entry.outputs)
         if denied:

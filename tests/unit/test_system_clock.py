@@ -1,0 +1,59 @@
+"""The system clock follows the local cloud's virtual clock as the variable is at each call: absent, set,
+changed, emptied and removed again while the process runs."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from intentbus.adapters.clock import CLOCK_OFFSET_ENV, SystemClock, clock_offset
+
+
+def _shifted_by(clock: SystemClock, seconds: float) -> bool:
+    before = datetime.now(UTC)
+    now = clock.now()
+    after = datetime.now(UTC)
+    return before + timedelta(seconds=seconds) <= now <= after + timedelta(seconds=seconds)
+
+
+def test_the_offset_is_read_as_the_variable_is_at_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = SystemClock()
+    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
+    assert clock_offset() == 0.0
+    assert _shifted_by(clock, 0)
+
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "3600")
+    assert clock_offset() == 3600.0
+    assert _shifted_by(clock, 3600)
+
+    os.environ[CLOCK_OFFSET_ENV] = "7200.5"  # the local cloud advances its clock
+    assert clock_offset() == 7200.5
+    assert _shifted_by(clock, 7200.5)
+
+    os.environ[CLOCK_OFFSET_ENV] = ""
+    assert clock_offset() == 0.0
+
+    del os.environ[CLOCK_OFFSET_ENV]
+    assert clock_offset() == 0.0
+    assert _shifted_by(clock, 0)
+
+
+@pytest.mark.parametrize("value", ["0", "31", " 12.25 ", "-5", "1e3", "", "\u0661\u0662"])
+def test_the_offset_is_the_one_os_environ_get_reads(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, value)
+    assert clock_offset() == float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+
+
+def test_a_malformed_offset_still_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CLOCK_OFFSET_ENV, "soon")
+    with pytest.raises(ValueError, match="could not convert"):
+        clock_offset()
+
+
+def test_an_environ_without_its_encoded_dict_is_read_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "environ", {CLOCK_OFFSET_ENV: "42"})
+    assert clock_offset() == 42.0
+    monkeypatch.setattr(os, "environ", {})
+    assert clock_offset() == 0.0
