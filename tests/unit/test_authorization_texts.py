@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from intentbus.envelope import Envelope, Kind
 from intentbus.extensions import TRACE_CONTEXT
-from intentbus.ids import canonical_json_less
+from intentbus.ids import canonical_json, canonical_json_less
+from intentbus.journal import Authorization
 from intentbus.stages.common import (
+    _fact_and_version,
     _with_and_without_trace,
     authorization_digest,
     authorization_for,
@@ -91,3 +93,35 @@ def test_the_digests_are_those_execute_and_record_compare(
     granted = authorization_for(fact, command, 3, by="authorize", at=AT)
     assert granted.digest == authorization_digest(fact.id, command, 3)
     assert granted.command_digest == fact_digest(command)
+
+
+@given(
+    fact_id=_texts,
+    resource_version=st.none()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.booleans()
+    | st.floats(),
+)
+def test_the_fact_and_version_are_written_as_the_encoder_writes_them(
+    fact_id: str, resource_version: int | None
+) -> None:
+    expected = canonical_json({"fact": fact_id, "resource_version": resource_version})
+    assert _fact_and_version(fact_id, resource_version) == expected
+
+
+def test_the_authorization_is_the_one_its_model_validates() -> None:
+    fact = COMMAND.follow(
+        stage="authorize", type="CommandAuthorized", kind=Kind.EVENT, payload={}, time=AT, source="s"
+    )
+    granted = authorization_for(fact, COMMAND, None, by="authorize", at=AT)
+    expected = Authorization(
+        command_id=COMMAND.id,
+        fact_id=fact.id,
+        digest=authorization_digest(fact.id, COMMAND, None),
+        command_digest=fact_digest(COMMAND),
+        by="authorize",
+        at=AT,
+    )
+    assert granted == expected
+    assert granted.model_fields_set == expected.model_fields_set
+    assert granted.model_dump_json() == expected.model_dump_json()
