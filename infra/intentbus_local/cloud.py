@@ -17,7 +17,7 @@ from intentbus_local.built_runtime import BuiltCode, BuiltRuntime, open_build
 from intentbus_local.clients import Clients
 from intentbus_local.clock import LocalClock
 from intentbus_local.lambda_runtime import FunctionRuntime, Invocation, LambdaRuntime
-from intentbus_local.poller import Poller
+from intentbus_local.poller import Poller, make_visible
 from intentbus_local.provision import provision
 from intentbus_local.schedules import Schedules
 from intentbus_local.seed import LOCAL_PRODUCER_BINDINGS
@@ -498,13 +498,7 @@ class LocalCloud:
                     attributes={str(k): v for k, v in message.get("Attributes", {}).items()},
                     message_attributes=dict(message.get("MessageAttributes", {})),
                 )
-        for start in range(0, len(handles), 10):
-            entries = [
-                {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0}
-                for n, h in enumerate(handles[start : start + 10])
-            ]
-            if self.mode != "inprocess" or not self._change_visibility(url, entries):
-                sqs.change_message_visibility_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
+        make_visible(sqs, url, handles, self._change_visibility if self.mode == "inprocess" else None)
         return list(seen.values())
 
 

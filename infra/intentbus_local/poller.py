@@ -49,6 +49,19 @@ MakeVisible = Callable[[str, list[dict[str, Any]]], bool]
 """(queue URL, ChangeMessageVisibilityBatch's entries) -> whether done (False: make the request)."""
 
 
+def make_visible(
+    sqs: SQSClient, queue_url: str, receipt_handles: Sequence[str], in_process: MakeVisible | None = None
+) -> None:
+    """Received messages visible again at once: ChangeMessageVisibilityBatch, ten at a time, each batch done
+    by ``in_process`` where it can (None, or False from it: the request is made)."""
+    for start in range(0, len(receipt_handles), SQS_MAX_RECEIVE):
+        chunk = receipt_handles[start : start + SQS_MAX_RECEIVE]
+        entries = [{"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0} for n, h in enumerate(chunk)]
+        # Entries that fail are messages no longer in flight (deleted, or moved): nothing to do.
+        if in_process is None or not in_process(queue_url, entries):
+            sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
+
+
 class BatchResponseError(RuntimeError):
     """The response Lambda would reject, failing the whole batch."""
 
@@ -257,15 +270,7 @@ class Poller:
         return len(due)
 
     def _make_visible(self, queue_url: str, receipt_handles: Sequence[str]) -> None:
-        for start in range(0, len(receipt_handles), SQS_MAX_RECEIVE):
-            chunk = receipt_handles[start : start + SQS_MAX_RECEIVE]
-            entries = [
-                {"Id": str(n), "ReceiptHandle": h, "VisibilityTimeout": 0} for n, h in enumerate(chunk)
-            ]
-            # Entries that fail are messages no longer in flight (deleted, or moved): nothing to do.
-            in_process = self._make_visible_in_process
-            if in_process is None or not in_process(queue_url, entries):
-                self._sqs.change_message_visibility_batch(QueueUrl=queue_url, Entries=entries)  # type: ignore[arg-type]
+        make_visible(self._sqs, queue_url, receipt_handles, self._make_visible_in_process)
 
     def _failed_ids(
         self, mapping: MappingInfo, invocation: Invocation, ids: Sequence[str]
