@@ -33,6 +33,13 @@ class Kind(StrEnum):
     DECISION = "decision"
 
 
+def json_values(model: BaseModel) -> dict[str, Any]:
+    """``model.model_dump(mode="json")``, from the model's serializer itself (the method's own work costs
+    ~7k instructions a call, a fifth of an envelope's dump)."""
+    values: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json")
+    return values
+
+
 class Envelope(BaseModel):
     """An immutable message. Field names follow CloudEvents plus the workflow fields of the seed.
 
@@ -83,10 +90,7 @@ class Envelope(BaseModel):
         return value
 
     def to_json_dict(self) -> dict[str, Any]:
-        """``model_dump(mode="json")``, from the serializer itself (the method's own work costs ~7k
-        instructions a call, a fifth of the dump)."""
-        values: dict[str, Any] = self.__pydantic_serializer__.to_python(self, mode="json")
-        return values
+        return json_values(self)
 
     @cached_property
     def json_text(self) -> str:

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope, Kind, json_values
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
@@ -235,12 +235,6 @@ def pipeline_fact(
         payload=json_values(payload),
         index=index,
     )
-
-
-def json_values(model: BaseModel) -> dict[str, Any]:
-    """``model.model_dump(mode="json")``, from its serializer itself (as ``Envelope.to_json_dict``)."""
-    values: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json")
-    return values
 
 
 def typed_payload(spec_model: type[BaseModel], envelope: Envelope, where: str) -> BaseModel:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from intentbus import facts
 from intentbus.definition import Step, Workflow
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope, Kind, json_values
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
@@ -25,7 +25,6 @@ from intentbus.stages.common import (
     commit_then_publish,
     content_digest,
     fact_digest,
-    json_values,
     log_only,
     pipeline_fact,
     publish,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from intentbus import facts
 from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope, Kind, json_values
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, input_identity
@@ -32,7 +32,6 @@ from intentbus.stages.common import (
     StageDeps,
     StageResult,
     commit_then_publish,
-    json_values,
     log_only,
     publish,
     require_recorded,
