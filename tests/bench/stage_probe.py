@@ -275,7 +275,25 @@ def _new_trace(traced: bool) -> None:
         os.environ["_X_AMZN_TRACE_ID"] = f"Root={root};Parent={uuid.uuid4().hex[:16]};Sampled=1"
 
 
+PER_INPUT_CACHES = (
+    ("intentbus.ids", "_uuid5"),
+    ("intentbus.telemetry", "xray_trace_id"),
+    ("intentbus.telemetry", "_root_header"),
+)
+"""The library's caches keyed by what an input carries (its ids, its workflow's trace). A replayed record
+would find its own answers there from the cycle before; in production every batch brings new inputs, so
+each batch starts without them (a batch still finds what its own records derive twice)."""
+
+
+def _forget_earlier_inputs() -> None:
+    for module_name, name in PER_INPUT_CACHES:
+        module = sys.modules.get(module_name)
+        if module is not None:
+            getattr(module, name).cache_clear()
+
+
 def _invoke(handler: Any, event: dict[str, Any], spec: dict[str, Any]) -> None:
+    _forget_earlier_inputs()
     _new_trace(spec["traced"])
     response = handler(event, _Context(spec))
     failures = (response or {}).get("batchItemFailures")
