@@ -180,6 +180,12 @@ class CommandHashes(BasePersistenceLayer):
         self._update_record(data_record=record)
         self._save_to_cache(data_record=record)
 
+    def _get_expiry_timestamp(self) -> int:
+        """Powertools' expiry: now plus the retention, in whole seconds, from ``time.time()`` rather than
+        a naive local datetime's ``timestamp()`` (its conversion from local time: ~9 k instructions more,
+        once or twice a command)."""
+        return int(time.time() + self.expires_after_seconds)
+
     def _generate_hash(self, data: Any) -> str:
         """Powertools' own hash of ``data``: the same JSON text, from an encoder made once."""
         return str(self.hash_function(_key_json()(data).encode()).hexdigest())
