@@ -149,7 +149,27 @@ class MadeOutput(dict[str, Any]):
         if not json_payload:
             super().__init__(envelope.to_json_dict())
         else:
-            rest, payload = envelope.model_dump(mode="json", exclude={"payload"}), envelope.payload
-            names = type(envelope).__pydantic_fields__  # in order (``model_fields`` copies them)
-            super().__init__({name: payload if name == "payload" else rest[name] for name in names})
+            # The dump without the payload is in field order; the payload goes in its place, and the
+            # fields after it are moved behind it (~20 k instructions fewer than a comprehension over
+            # every field, and no ``model_dump`` wrapper).
+            model = type(envelope)
+            super().__init__(model.__pydantic_serializer__.to_python(envelope, mode="json", exclude=_PAYLOAD))
+            self["payload"] = envelope.payload
+            for name in _after_payload(model):
+                self[name] = self.pop(name)
         self.envelope = envelope
+
+
+_PAYLOAD = {"payload"}
+"""What ``MadeOutput`` leaves out of an envelope's dump (never changed)."""
+
+_AFTER_PAYLOAD: dict[type, tuple[str, ...]] = {}
+
+
+def _after_payload(model: type[Envelope]) -> tuple[str, ...]:
+    """The envelope model's field names after ``payload``, in order (``model_fields`` copies them)."""
+    names = _AFTER_PAYLOAD.get(model)
+    if names is None:
+        fields = list(model.__pydantic_fields__)
+        names = _AFTER_PAYLOAD[model] = tuple(fields[fields.index("payload") + 1 :])
+    return names

@@ -45,5 +45,19 @@ def test_each_reciprocal_divides_exactly_below_its_bound(
     """The condition that makes ``(y * M) >> S == y // d`` for every ``y < below`` (see the module)."""
     assert 0 <= reciprocal * divisor - 2**shift < divisor
     assert (below - 1) * (reciprocal * divisor - 2**shift) < 2**shift
-    lane_bits = 40 if divisor == 85 else 80
+    lane_bits = 32 if divisor == 85 else 64  # a pair in a half lane, else a whole lane
     assert (below - 1) * reciprocal < 2**lane_bits
+
+
+def test_quotients_fit_the_masks_that_keep_them() -> None:
+    """A group's three high digits fit the 20 bits the mask keeps (above them the lane above shifts in);
+    the ``I`` units a group is copied as are its 4 bytes."""
+    assert (2**32 - 1) // 7225 < 2**20
+    assert (2**32 - 1) * base85._BY_7225_GROUP < 2**64 <= 2**base85._SHIFT_GROUP * 2**20
+    assert memoryview(bytes(8)).cast("I").itemsize == 4
+
+
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=300))
+def test_whole_groups_anywhere_in_their_range(groups: list[int]) -> None:
+    data = struct.pack(f">{len(groups)}I", *groups)
+    assert b85_text(data) == base64.b85encode(data).decode()

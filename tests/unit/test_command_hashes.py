@@ -188,3 +188,17 @@ def test_a_saved_result_is_the_record_powertools_saves(layer: CommandHashes) -> 
         (saved,), (expected,) = (call.kwargs.values() for call in (ours.call_args, theirs.call_args))
         assert vars(saved) == vars(expected)
         assert saved.response_data == json.dumps(result, cls=Encoder, sort_keys=True)
+
+
+def test_a_records_expiry_is_powertools_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Now plus the retention in whole seconds, as Powertools' own layer computes it from a local datetime:
+    the same second read between the same two clock readings (the local cloud's offset aside)."""
+    monkeypatch.delenv("INTENTBUS_CLOCK_OFFSET_SECONDS", raising=False)
+    for layer in OURS:
+        assert layer.expires_after_seconds == POWERTOOLS.expires_after_seconds == 60
+        for _ in range(50):
+            before = POWERTOOLS._get_expiry_timestamp()
+            ours = layer._get_expiry_timestamp()
+            after = POWERTOOLS._get_expiry_timestamp()
+            assert isinstance(ours, int)
+            assert before <= ours <= after

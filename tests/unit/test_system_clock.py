@@ -57,3 +57,18 @@ def test_an_environ_without_its_encoded_dict_is_read_as_before(monkeypatch: pyte
     assert clock_offset() == 42.0
     monkeypatch.setattr(os, "environ", {})
     assert clock_offset() == 0.0
+
+
+def test_the_idempotency_stores_read_the_offset_as_the_clock_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Execute's two idempotency stores move their records' times by the same offset, read the same way."""
+    from intentbus.adapters import idempotency, redis_idempotency
+
+    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
+    for value, expected in (("", 0.0), ("90", 90.0), ("-12.5", -12.5), (None, 0.0)):
+        if value is None:
+            del os.environ[CLOCK_OFFSET_ENV]
+        else:
+            os.environ[CLOCK_OFFSET_ENV] = value
+        assert idempotency._clock_offset() == expected
+        assert redis_idempotency._clock_offset() == expected
+        assert expected == float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)

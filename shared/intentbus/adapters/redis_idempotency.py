@@ -17,7 +17,6 @@ Times in the records follow the local cloud's virtual clock (``CLOCK_OFFSET_ENV`
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyIt
 from aws_lambda_powertools.utilities.idempotency.persistence.cache import CachePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
-from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.clock import clock_offset
 from intentbus.adapters.idempotency import CommandHashes, completed_record
 
 if TYPE_CHECKING:
@@ -198,4 +197,4 @@ def _text(value: bytes | str) -> str:
 
 
 def _clock_offset() -> float:
-    return float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+    return clock_offset()
