@@ -438,19 +438,26 @@ class FaultHarness:
                     ],
                 )
 
+    def _moto_table(self, name: str) -> Any:
+        from moto.dynamodb.models import dynamodb_backends
+
+        region = self.cloud.clients.dynamodb().meta.region_name
+        return dynamodb_backends[self.cloud.topology.account_id][region].get_table(name)
+
+    def _items(self, table: str) -> list[tables.Item]:
+        """The table's items as a consistent Scan answers them (read in moto's store where it can)."""
+        found = tables.stored(self._moto_table(table))
+        return found if found is not None else tables.scanned(self.cloud.clients.dynamodb(), table)
+
     def _clear_tables(self) -> None:
         """Each schedule's items are its own: dropping them keeps moto fast (its TransactWriteItems
         deep-copies the whole table each time, so a growing table makes every schedule slower).
 
         Dropped in moto's own store (the harness's cloud runs in this process): a scan and batched
         deletes cost a twentieth of a schedule and left an empty partition behind for every key."""
-        from moto.dynamodb.models import dynamodb_backends
-
         tables = self.cloud.topology.tables
-        region = self.cloud.clients.dynamodb().meta.region_name
-        backend = dynamodb_backends[self.cloud.topology.account_id][region]
         for table in (tables[name] for name in ("WorkflowTable", "IdempotencyTable", CRM) if name in tables):
-            backend.get_table(table).items.clear()
+            self._moto_table(table).items.clear()
 
     # ------------------------------------------------------------------ what is left
 
@@ -459,7 +466,7 @@ class FaultHarness:
         topology = cloud.topology
         ddb = cloud.clients.dynamodb()
         store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
-        scanned = tables.scanned(ddb, topology.tables["WorkflowTable"])
+        scanned = self._items(topology.tables["WorkflowTable"])
         workflow_items = tables.WorkflowItems(scanned)
         dead = self._dead_letters({forged.bus_event_id for forged in self.forger.forged})
         in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
@@ -498,7 +505,7 @@ class FaultHarness:
             obs.model_calls.setdefault(asked.key, []).append(Asked(asked.seq, asked.sandbox))
         self._observe_calls(obs)
         records = (
-            tables.by_id(tables.scanned(ddb, topology.tables["IdempotencyTable"]))
+            tables.by_id(self._items(topology.tables["IdempotencyTable"]))
             if self.redis is None and obs.taken_at
             else {}
         )
