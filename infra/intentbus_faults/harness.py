@@ -177,23 +177,16 @@ class CallTracker:
                 if call.operation == "PutItem" and call.params["Item"]["status"]["S"] == _COMPLETED:
                     self._own_calls_before(taken)
         self._seq += 1
-        made = MadeCall(
-            seq=self._seq,
-            function=function,
-            service=call.service,
-            operation=call.operation,
-            params=call.params,
-            ok=False,
-            record=self._current if function == EXECUTE else None,
-        )
+        made = (self._seq, function, call.service, call.operation, call.params)
+        record = self._current if function == EXECUTE else None
         if function == EXECUTE and self._ends_record(call):
             self._current = None
         try:
             response = proceed(call.params)
         except ClientError:
-            self.made.append(made)
+            self.made.append(MadeCall(*made, ok=False, record=record))
             raise
-        self.made.append(replace(made, ok=True))
+        self.made.append(MadeCall(*made, ok=True, record=record))
         return response
 
 
