@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from moto.dynamodb.models.dynamo_type import DynamoType
 
-from intentbus_faults import tables
+from intentbus_faults import fanout_workflow, tables
 from intentbus_faults.harness import FaultHarness
-from intentbus_faults.schedule import generate
+from intentbus_faults.invariants import Observation
+from intentbus_faults.schedule import FANOUT, generate
 
 
 class _Table:
@@ -85,3 +86,32 @@ def test_values_parse_as_botocore_parses_them() -> None:
 )
 def test_a_value_it_does_not_copy_sends_the_table_to_the_scan(value: dict[str, Any]) -> None:
     assert tables.stored(_Table({"pk": {"S": "a"}, "v": value})) is None
+
+
+def test_the_journal_counts_are_the_ones_a_get_item_reads(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read = harness._read_journal
+    checked: list[int] = []
+
+    def read_then_compare(obs: Observation) -> None:
+        read(obs)
+        ddb, table = harness.cloud.clients.dynamodb(), harness.cloud.topology.tables["CrmTable"]
+        for run in obs.runs:
+            if run.ref.workflow != FANOUT:
+                continue
+            for command in run.proposed():
+                sku = str(command.get("payload", {}).get("sku"))
+                key = fanout_workflow.journal_item_key(run.ref.tenant_id, run.ref.run_id, sku)
+                item = ddb.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+                applied = int(item["applied"]["N"]) if item and "applied" in item else 0
+                assert (
+                    obs.journal[fanout_workflow.journal_key(run.ref.tenant_id, run.ref.run_id, sku)]
+                    == applied
+                )
+                checked.append(applied)
+
+    monkeypatch.setattr(harness, "_read_journal", read_then_compare)
+    for seed in range(2026, 2034):
+        harness.run(generate(seed, drive=harness.drive))
+    assert any(checked)  # some reservations were applied, and their counts compared
