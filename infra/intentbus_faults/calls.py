@@ -13,7 +13,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.client import BaseClient
@@ -86,4 +86,6 @@ def _chain(call: Call, interceptors: tuple[Interceptor, ...], innermost: Proceed
 
 
 def _intercepted(interceptor: Interceptor, call: Call, proceed: Proceed, params: dict[str, Any]) -> Any:
-    return interceptor(replace(call, params=params), proceed)
+    # The same Call when the parameters are the ones it holds (most calls): ``replace`` is ~10 µs.
+    seen = call if params is call.params else Call(call.function, call.service, call.operation, params)
+    return interceptor(seen, proceed)

@@ -177,23 +177,16 @@ class CallTracker:
                 if call.operation == "PutItem" and call.params["Item"]["status"]["S"] == _COMPLETED:
                     self._own_calls_before(taken)
         self._seq += 1
-        made = MadeCall(
-            seq=self._seq,
-            function=function,
-            service=call.service,
-            operation=call.operation,
-            params=call.params,
-            ok=False,
-            record=self._current if function == EXECUTE else None,
-        )
+        made = (self._seq, function, call.service, call.operation, call.params)
+        record = self._current if function == EXECUTE else None
         if function == EXECUTE and self._ends_record(call):
             self._current = None
         try:
             response = proceed(call.params)
         except ClientError:
-            self.made.append(made)
+            self.made.append(MadeCall(*made, ok=False, record=record))
             raise
-        self.made.append(replace(made, ok=True))
+        self.made.append(MadeCall(*made, ok=True, record=record))
         return response
 
 
@@ -438,19 +431,26 @@ class FaultHarness:
                     ],
                 )
 
+    def _moto_table(self, name: str) -> Any:
+        from moto.dynamodb.models import dynamodb_backends
+
+        region = self.cloud.clients.dynamodb().meta.region_name
+        return dynamodb_backends[self.cloud.topology.account_id][region].get_table(name)
+
+    def _items(self, table: str) -> list[tables.Item]:
+        """The table's items as a consistent Scan answers them (read in moto's store where it can)."""
+        found = tables.stored(self._moto_table(table))
+        return found if found is not None else tables.scanned(self.cloud.clients.dynamodb(), table)
+
     def _clear_tables(self) -> None:
         """Each schedule's items are its own: dropping them keeps moto fast (its TransactWriteItems
         deep-copies the whole table each time, so a growing table makes every schedule slower).
 
         Dropped in moto's own store (the harness's cloud runs in this process): a scan and batched
         deletes cost a twentieth of a schedule and left an empty partition behind for every key."""
-        from moto.dynamodb.models import dynamodb_backends
-
         tables = self.cloud.topology.tables
-        region = self.cloud.clients.dynamodb().meta.region_name
-        backend = dynamodb_backends[self.cloud.topology.account_id][region]
         for table in (tables[name] for name in ("WorkflowTable", "IdempotencyTable", CRM) if name in tables):
-            backend.get_table(table).items.clear()
+            self._moto_table(table).items.clear()
 
     # ------------------------------------------------------------------ what is left
 
@@ -459,7 +459,7 @@ class FaultHarness:
         topology = cloud.topology
         ddb = cloud.clients.dynamodb()
         store = DynamoWorkflowStore(topology.tables["WorkflowTable"], ddb)
-        scanned = tables.scanned(ddb, topology.tables["WorkflowTable"])
+        scanned = self._items(topology.tables["WorkflowTable"])
         workflow_items = tables.WorkflowItems(scanned)
         dead = self._dead_letters({forged.bus_event_id for forged in self.forger.forged})
         in_flight = {q.logical_id: sum(cloud.queue_depth(q.logical_id)) for q in topology.stage_queues}
@@ -498,7 +498,7 @@ class FaultHarness:
             obs.model_calls.setdefault(asked.key, []).append(Asked(asked.seq, asked.sandbox))
         self._observe_calls(obs)
         records = (
-            tables.by_id(tables.scanned(ddb, topology.tables["IdempotencyTable"]))
+            tables.by_id(self._items(topology.tables["IdempotencyTable"]))
             if self.redis is None and obs.taken_at
             else {}
         )
@@ -579,8 +579,8 @@ class FaultHarness:
         return not tables <= pipeline_tables | {None}
 
     def _read_journal(self, obs: Observation) -> None:
-        ddb = self.cloud.clients.dynamodb()
         table = self.cloud.topology.tables["CrmTable"]
+        stored: dict[tuple[tuple[str, Any], ...], tables.Item] | None = None
         for run in obs.runs:
             if run.ref.workflow != FANOUT:
                 continue
@@ -592,7 +592,9 @@ class FaultHarness:
                 item_key = fanout_workflow.journal_item_key(
                     run.ref.tenant_id, run.ref.run_id, str(payload.get("sku"))
                 )
-                item = ddb.get_item(TableName=table, Key=item_key, ConsistentRead=True).get("Item")
+                if stored is None:
+                    stored = {_key_of(item, item_key): item for item in self._items(table)}
+                item = stored.get(_key_of(item_key, item_key))
                 obs.journal[journal_key] = int(item["applied"]["N"]) if item and "applied" in item else 0
                 key = command.get("idempotency_key")
                 if isinstance(key, str):
@@ -610,6 +612,11 @@ class FaultHarness:
                     run = (str(detail["tenant_id"]), str(detail["run_id"]))
                     found.setdefault(run, []).append(f"{detail.get('type', '?')} in {dlq.logical_id}")
         return found
+
+
+def _key_of(item: Mapping[str, Any], key: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``item``'s values of ``key``'s attributes, comparable (what a GetItem of ``key`` matches)."""
+    return tuple((name, repr(item.get(name))) for name in sorted(key))
 
 
 def _pending_approvals(workflow_items: tables.WorkflowItems, ref: RunRef) -> list[str]:
