@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from intentbus import facts
 from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
-from intentbus.envelope import Envelope, Kind, json_values
+from intentbus.envelope import Envelope, Kind, json_values, validated
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, input_identity
@@ -203,15 +203,18 @@ class ValidateStage(BatchReadingStage):
     def _accept(self, envelope: Envelope, identity: str, producer: str | None = None) -> StageResult:
         now = self.deps.clock.now()
         output = self._accepted(envelope, identity, now, producer)
-        entry = LogEntry(
-            stage=STAGE,
-            input_id=identity,
-            input_type=envelope.type,
-            outcome=Outcome.APPLIED,
-            at=now,
-            version=envelope.version,
-            outputs=(output,),
-            summary={"source": envelope.source, "kind": envelope.kind.value, "event_id": envelope.id},
+        entry = validated(
+            LogEntry,
+            {
+                "stage": STAGE,
+                "input_id": identity,
+                "input_type": envelope.type,
+                "outcome": Outcome.APPLIED,
+                "at": now,
+                "version": envelope.version,
+                "outputs": (output,),
+                "summary": {"source": envelope.source, "kind": envelope.kind.value, "event_id": envelope.id},
+            },
         )
         result = commit_then_publish(
             self.deps, self.store, log_only(entry, envelope.tenant_id, envelope.run_id), envelope
@@ -228,12 +231,13 @@ class ValidateStage(BatchReadingStage):
         differs from those of another tenant's or another source's input with the same id."""
         payload: Payload
         if envelope.kind is Kind.COMMAND:
-            payload = facts.CommandProposed(
-                command=envelope, decision_id=envelope.id, agent=None, producer=producer
+            payload = validated(
+                facts.CommandProposed,
+                {"command": envelope, "decision_id": envelope.id, "agent": None, "producer": producer},
             )
             fact_type = facts.COMMAND_PROPOSED
         else:
-            payload = facts.EventAccepted(event=envelope)
+            payload = validated(facts.EventAccepted, {"event": envelope})
             fact_type = facts.EVENT_ACCEPTED
         return envelope.follow(
             stage=STAGE,
