@@ -40,6 +40,9 @@ from intentbus.stages.retired import end_run, why_snapshot_retired
 
 STAGE = "validate"
 
+_Read = tuple[EventBridgeModel, Envelope, MalformedInput | None, SnapshotRequest]
+"""What ``reads`` made of an outcome event: its bus event, envelope, why it is unreadable, what it reads."""
+
 
 class InputSender(Protocol):
     """Who delivered an input, as the deployment binds it to tenants: never what the input claims."""
@@ -101,10 +104,11 @@ class ValidateStage(BatchReadingStage):
             self.account = parts[4]
 
     def reads(self, body: str) -> SnapshotRequest | None:
-        """Only a workflow's outcome event is read (a producer's input is written blind); a claim-checked
-        one raises here and reads alone."""
+        """Only a workflow's outcome event is read (a producer's input is written blind, its parse kept for
+        ``handle``); a claim-checked one raises here and reads alone."""
         bus_event = parse_bus_event(body)
         if bus_event.source != facts.WORKFLOW_SOURCE or not isinstance(bus_event.detail, dict):
+            self._parsed[body] = bus_event
             return None
         resolved_detail(bus_event.detail, None)
         envelope, unreadable = _domain_input(bus_event, self.deps.catalog.types)
@@ -113,12 +117,11 @@ class ValidateStage(BatchReadingStage):
         return request
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        parsed: tuple[EventBridgeModel, Envelope, MalformedInput | None, SnapshotRequest] | None
-        parsed = self.parsed(body)
+        parsed: _Read | EventBridgeModel | None = self.parsed(body)
         try:
-            if parsed is not None:
+            if isinstance(parsed, tuple):
                 return self._domain_event(parsed[0], body, message_id, parsed[1:])
-            bus_event = parse_bus_event(body)
+            bus_event = parse_bus_event(body) if parsed is None else parsed
             if bus_event.source == facts.WORKFLOW_SOURCE:
                 return self._domain_event(bus_event, body, message_id)
         except MalformedInput as error:
