@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticSerializationError
@@ -47,17 +47,20 @@ def json_text_of(model: BaseModel, *, exclude: set[str] | None = None) -> str:
     return text.decode()
 
 
-_Model = TypeVar("_Model", bound=BaseModel)
+if TYPE_CHECKING:  # made only for the type checker: a TypeVar costs every stage's cold start
+    from typing import TypeVar
+
+    _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def validated(model: type[_Model], value: Any) -> _Model:
+def validated(model: "type[_Model]", value: Any) -> "_Model":
     """``model.model_validate(value)``, by the model's validator itself (~5 k instructions less a call).
     Only for the pipeline's own models: a workflow's model may define its own ``model_validate``."""
     made: _Model = model.__pydantic_validator__.validate_python(value)
     return made
 
 
-def validated_json(model: type[_Model], text: str | bytes) -> _Model:
+def validated_json(model: "type[_Model]", text: str | bytes) -> "_Model":
     """``model.model_validate_json(text)``, by the model's validator itself (~4 k instructions less a
     call); the pipeline's own models only, as ``validated``."""
     made: _Model = model.__pydantic_validator__.validate_json(text)
