@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticSerializationError
@@ -38,6 +38,33 @@ def json_values(model: BaseModel) -> dict[str, Any]:
     ~7k instructions a call, a fifth of an envelope's dump)."""
     values: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json")
     return values
+
+
+def json_text_of(model: BaseModel, *, exclude: set[str] | None = None) -> str:
+    """``model.model_dump_json(exclude=exclude)``, from the model's serializer itself (the method passes
+    every one of its defaults on by keyword: ~7 k instructions a call)."""
+    text: bytes = model.__pydantic_serializer__.to_json(model, exclude=exclude)
+    return text.decode()
+
+
+if TYPE_CHECKING:  # made only for the type checker: a TypeVar costs every stage's cold start
+    from typing import TypeVar
+
+    _Model = TypeVar("_Model", bound=BaseModel)
+
+
+def validated(model: "type[_Model]", value: Any) -> "_Model":
+    """``model.model_validate(value)``, by the model's validator itself (~5 k instructions less a call).
+    Only for the pipeline's own models: a workflow's model may define its own ``model_validate``."""
+    made: _Model = model.__pydantic_validator__.validate_python(value)
+    return made
+
+
+def validated_json(model: "type[_Model]", text: str | bytes) -> "_Model":
+    """``model.model_validate_json(text)``, by the model's validator itself (~4 k instructions less a
+    call); the pipeline's own models only, as ``validated``."""
+    made: _Model = model.__pydantic_validator__.validate_json(text)
+    return made
 
 
 class Envelope(BaseModel):
@@ -98,7 +125,7 @@ class Envelope(BaseModel):
         however often its size is asked and it is sent (the model is immutable). Text that UTF-8 cannot
         hold (a lone surrogate) is escaped."""
         try:
-            return self.model_dump_json()
+            return json_text_of(self)
         except PydanticSerializationError:
             return json.dumps(self.to_json_dict(), separators=(",", ":"))
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from intentbus.bus_event import EventBridgeModel
-from intentbus.envelope import Envelope, Kind
+from intentbus.envelope import Envelope, Kind, validated
 from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
@@ -144,7 +144,7 @@ def parse_bus_event(body: str) -> EventBridgeModel:
     if detail_size > MAX_DETAIL_BYTES:
         raise MalformedInput(f"detail is {detail_size:,} bytes as JSON, over the 256 KB an event may have")
     try:
-        return EventBridgeModel.model_validate(raw)
+        return validated(EventBridgeModel, raw)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, EventBridgeModel) from None
 
@@ -265,7 +265,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     fields.setdefault("step_index", 0)
     fields.setdefault("correlation_id", run_id)
     try:
-        envelope = Envelope.model_validate(fields)
+        envelope = validated(Envelope, fields)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope) from None
     _check_payload_size(envelope.payload)  # before the model reads it: no work on what cannot travel

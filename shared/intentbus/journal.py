@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from intentbus.envelope import Envelope
+from intentbus.envelope import Envelope, json_text_of
 from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 
 if TYPE_CHECKING:
@@ -57,13 +57,13 @@ def log_entry_json(entry: LogEntry) -> str:
     made to leave them out). An output that cannot be dumped (a lone surrogate) raises here, as the whole
     entry's dump would."""
     if not entry.outputs:
-        return entry.model_dump_json()
-    texts = [output.model_dump_json() for output in entry.outputs]
+        return json_text_of(entry)
+    texts = [json_text_of(output) for output in entry.outputs]
     for output, text in zip(entry.outputs, texts, strict=True):
         output.__dict__.setdefault("json_text", text)  # what ``Envelope.json_text`` would cache
     if not _OUTPUTS_LAST:  # not the last field any more: the whole dump
-        return entry.model_dump_json()
-    rest = entry.model_dump_json(exclude=_OUTPUTS)
+        return json_text_of(entry)
+    rest = json_text_of(entry, exclude=_OUTPUTS)
     return rest[:-1] + ',"outputs":[' + ",".join(texts) + "]}"
 
 

@@ -9,8 +9,15 @@ from typing import Any
 import pytest
 
 from intentbus import inbound, telemetry
+from intentbus.catalog import Catalog
 from intentbus.errors import MalformedInput
 from intentbus.inbound import parse_bus_event
+from intentbus.journal import Outcome
+from intentbus.stages import validate as validate_stage
+from intentbus.stages.validate import ValidateStage
+from intentbus.testing import InMemoryPipeline
+from intentbus.testing.bodies import producer_body
+from tests.unit import sample_workflow
 
 BODY = json.dumps(
     {
@@ -107,3 +114,62 @@ def test_the_decoder_made_once_parses_and_refuses_as_json_loads_did(text: str) -
     assert mine == before
     if mine[0] == "value":
         assert json.dumps(mine[1]) == json.dumps(before[1])  # 1 and 1.0, -0.0 and 0.0 told apart
+
+
+def _order_body(order_id: str) -> str:
+    detail = {
+        "id": f"evt-{order_id}",
+        "tenant_id": "acme",
+        "type": "OrderPlaced",
+        "payload": {"order_id": order_id, "amount": 3},
+    }
+    return producer_body(detail, detail_type="OrderPlaced", source="shop.example")
+
+
+def test_validate_parses_a_producers_body_once_in_a_batch_and_accepts_it_as_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``reads`` keeps a producer's parse for ``handle`` (as it keeps an outcome event's): one parse, the
+    same accepted fact and the same log entry as a record handled alone."""
+    seen: list[str] = []
+    parse = inbound.parse_bus_event
+
+    def counted(body: str) -> Any:
+        seen.append(body)
+        return parse(body)
+
+    monkeypatch.setattr(validate_stage, "parse_bus_event", counted)
+    bodies = [_order_body("o-1"), _order_body("o-2")]
+    batched = InMemoryPipeline(Catalog([sample_workflow.workflow]))
+    alone = InMemoryPipeline(Catalog([sample_workflow.workflow]))
+    core = batched.stages["validate"]
+    assert isinstance(core, ValidateStage)
+    core.prefetch(bodies)
+    results = [core.handle(body, "msg") for body in bodies]
+    core.end_batch()
+    assert seen == bodies  # once each, in the batch's read
+    expected = [alone.stages["validate"].handle(body, "msg") for body in bodies]
+    assert [out.json_text for result in results for out in result.published] == [
+        out.json_text for result in expected for out in result.published
+    ]
+    assert _logged(batched) == _logged(alone) != {}
+
+
+def _logged(pipeline: InMemoryPipeline) -> dict[tuple[str, str], list[str]]:
+    return {
+        run: [entry.model_dump_json() for entry in pipeline.store.entries(*run)]
+        for run in pipeline.store.logs
+    }
+
+
+def test_a_malformed_producer_body_in_a_batch_is_quarantined_with_its_reason() -> None:
+    pipeline = InMemoryPipeline(Catalog([sample_workflow.workflow]))
+    core = pipeline.stages["validate"]
+    assert isinstance(core, ValidateStage)
+    bad = _order_body("o-1").replace('"tenant_id": "acme"', '"tenant_id": "not a tenant!"')
+    core.prefetch([bad])
+    result = core.handle(bad, "msg")
+    core.end_batch()
+    assert result.outcome is Outcome.QUARANTINED
+    assert result.reason is not None
+    assert "tenant_id" in result.reason

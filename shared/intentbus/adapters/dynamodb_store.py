@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from intentbus.adapters.compression import compressed
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS, shard_of
+from intentbus.envelope import json_text_of, validated_json
 from intentbus.ids import key_part
 from intentbus.journal import (
     ApprovalStatus,
@@ -74,7 +75,7 @@ def state_item(state: WorkflowState) -> dict[str, Any]:
         # Stable while the status is: the index is written at start and on each change of status only.
         "gsi3pk": _s(runs_shard_key(state.tenant_id, shard)),
         "gsi3sk": _s(f"{state.status.value}#{state.started_at.isoformat()}#{state.run_id}"),
-        "state": _s(state.model_dump_json()),
+        "state": _s(json_text_of(state)),
     }
 
 
@@ -82,7 +83,7 @@ def state_from_item(item: Mapping[str, Any]) -> WorkflowState:
     """The run's state model, loaded with the first state read (execute's cold start reads none)."""
     from intentbus.state import WorkflowState
 
-    return WorkflowState.model_validate_json(item["state"]["S"])
+    return validated_json(WorkflowState, item["state"]["S"])
 
 
 ENTRY_COMPRESSED = "entry_z"
@@ -114,7 +115,7 @@ def entry_json(item: Mapping[str, Any]) -> str:
 
 
 def entry_from_item(item: Mapping[str, Any]) -> LogEntry:
-    return LogEntry.model_validate_json(entry_json(item))
+    return validated_json(LogEntry, entry_json(item))
 
 
 RESOURCE_SK = "RESOURCE"
@@ -131,7 +132,7 @@ def authorization_item(tenant_id: str, run_id: str, authorization: Authorization
         "pk": _s(run_pk(tenant_id, run_id)),
         "sk": _s(auth_sk(authorization.command_id)),
         "digest": _s(authorization.digest),
-        "authorization": _s(authorization.model_dump_json()),
+        "authorization": _s(json_text_of(authorization)),
     }
 
 
@@ -215,7 +216,7 @@ def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) ->
         elif sk == RESOURCE_SK:
             resource_version = int(item["version"]["N"])
         elif sk.startswith(AUTH_PREFIX):
-            granted = Authorization.model_validate_json(item["authorization"]["S"])
+            granted = validated_json(Authorization, item["authorization"]["S"])
         else:
             logged = entry_from_item(item)
             if sk == own:

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
-from intentbus.envelope import Envelope, Kind, json_values
+from intentbus.envelope import Envelope, Kind, json_text_of, json_values, validated
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
@@ -197,13 +197,13 @@ def read_fact(body: str, models: dict[str, type[FactT]], claims: ClaimStore | No
             f"detail-type {bus_event.detail_type!r} is not one of {sorted(models)}", field="detail-type"
         )
     try:
-        envelope = Envelope.model_validate(bus_event.detail)
+        envelope = validated(Envelope, bus_event.detail)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
     envelope = check_out(envelope, claims)
     model = models[bus_event.detail_type]
     try:
-        payload = model.model_validate(envelope.payload)
+        payload = validated(model, envelope.payload)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, model, prefix="detail.payload.") from None
     if envelope.type != bus_event.detail_type:
@@ -426,7 +426,7 @@ that fact is compared by its texts, as every fact was."""
 
 def _content_json(envelope: Envelope) -> str | None:
     try:
-        return envelope.model_dump_json(exclude=_TRACE_FIELDS)
+        return json_text_of(envelope, exclude=_TRACE_FIELDS)
     except PydanticSerializationError:  # a lone surrogate: the digest tells
         return None
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from intentbus import facts
 from intentbus.definition import Step, Workflow
-from intentbus.envelope import Envelope, Kind, json_values
+from intentbus.envelope import Envelope, Kind, json_values, validated
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
@@ -105,14 +105,17 @@ class RecordStage(BatchReadingStage):
                 if state.terminal
                 else f"command {command.id} is not pending in step {state.step_index}"
             )
-            entry = LogEntry(
-                stage=STAGE,
-                input_id=incoming.id,
-                input_type=incoming.type,
-                outcome=Outcome.STALE,
-                at=now,
-                version=0 if state is None else state.version,
-                summary={"reason": reason, "command_id": command.id},
+            entry = validated(
+                LogEntry,
+                {
+                    "stage": STAGE,
+                    "input_id": incoming.id,
+                    "input_type": incoming.type,
+                    "outcome": Outcome.STALE,
+                    "at": now,
+                    "version": 0 if state is None else state.version,
+                    "summary": {"reason": reason, "command_id": command.id},
+                },
             )
             return commit_then_publish(
                 self.deps, self.store, log_only(entry, command.tenant_id, command.run_id), incoming
@@ -127,19 +130,22 @@ class RecordStage(BatchReadingStage):
             outcome, summary = Outcome.APPLIED, {"reason": retired}
         else:
             new_state, outputs, outcome, summary = self._transition(incoming, fact, state, now)
-        entry = LogEntry(
-            stage=STAGE,
-            input_id=incoming.id,
-            input_type=incoming.type,
-            outcome=outcome,
-            at=now,
-            version=new_state.version,
-            outputs=tuple(outputs),
-            summary={
-                "command_id": command.id,
-                "command_type": command.type,
-                "outcome_at": incoming.time.isoformat(),
-                **summary,
+        entry = validated(
+            LogEntry,
+            {
+                "stage": STAGE,
+                "input_id": incoming.id,
+                "input_type": incoming.type,
+                "outcome": outcome,
+                "at": now,
+                "version": new_state.version,
+                "outputs": tuple(outputs),
+                "summary": {
+                    "command_id": command.id,
+                    "command_type": command.type,
+                    "outcome_at": incoming.time.isoformat(),
+                    **summary,
+                },
             },
         )
         commit = Commit(

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from intentbus import facts
 from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
-from intentbus.envelope import Envelope, Kind, json_values
+from intentbus.envelope import Envelope, Kind, json_values, validated
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, input_identity
@@ -39,6 +39,9 @@ from intentbus.stages.common import (
 from intentbus.stages.retired import end_run, why_snapshot_retired
 
 STAGE = "validate"
+
+_Read = tuple[EventBridgeModel, Envelope, MalformedInput | None, SnapshotRequest]
+"""What ``reads`` made of an outcome event: its bus event, envelope, why it is unreadable, what it reads."""
 
 
 class InputSender(Protocol):
@@ -101,10 +104,11 @@ class ValidateStage(BatchReadingStage):
             self.account = parts[4]
 
     def reads(self, body: str) -> SnapshotRequest | None:
-        """Only a workflow's outcome event is read (a producer's input is written blind); a claim-checked
-        one raises here and reads alone."""
+        """Only a workflow's outcome event is read (a producer's input is written blind, its parse kept for
+        ``handle``); a claim-checked one raises here and reads alone."""
         bus_event = parse_bus_event(body)
         if bus_event.source != facts.WORKFLOW_SOURCE or not isinstance(bus_event.detail, dict):
+            self._parsed[body] = bus_event
             return None
         resolved_detail(bus_event.detail, None)
         envelope, unreadable = _domain_input(bus_event, self.deps.catalog.types)
@@ -113,12 +117,11 @@ class ValidateStage(BatchReadingStage):
         return request
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        parsed: tuple[EventBridgeModel, Envelope, MalformedInput | None, SnapshotRequest] | None
-        parsed = self.parsed(body)
+        parsed: _Read | EventBridgeModel | None = self.parsed(body)
         try:
-            if parsed is not None:
+            if isinstance(parsed, tuple):
                 return self._domain_event(parsed[0], body, message_id, parsed[1:])
-            bus_event = parse_bus_event(body)
+            bus_event = parse_bus_event(body) if parsed is None else parsed
             if bus_event.source == facts.WORKFLOW_SOURCE:
                 return self._domain_event(bus_event, body, message_id)
         except MalformedInput as error:
@@ -203,15 +206,18 @@ class ValidateStage(BatchReadingStage):
     def _accept(self, envelope: Envelope, identity: str, producer: str | None = None) -> StageResult:
         now = self.deps.clock.now()
         output = self._accepted(envelope, identity, now, producer)
-        entry = LogEntry(
-            stage=STAGE,
-            input_id=identity,
-            input_type=envelope.type,
-            outcome=Outcome.APPLIED,
-            at=now,
-            version=envelope.version,
-            outputs=(output,),
-            summary={"source": envelope.source, "kind": envelope.kind.value, "event_id": envelope.id},
+        entry = validated(
+            LogEntry,
+            {
+                "stage": STAGE,
+                "input_id": identity,
+                "input_type": envelope.type,
+                "outcome": Outcome.APPLIED,
+                "at": now,
+                "version": envelope.version,
+                "outputs": (output,),
+                "summary": {"source": envelope.source, "kind": envelope.kind.value, "event_id": envelope.id},
+            },
         )
         result = commit_then_publish(
             self.deps, self.store, log_only(entry, envelope.tenant_id, envelope.run_id), envelope
@@ -228,12 +234,13 @@ class ValidateStage(BatchReadingStage):
         differs from those of another tenant's or another source's input with the same id."""
         payload: Payload
         if envelope.kind is Kind.COMMAND:
-            payload = facts.CommandProposed(
-                command=envelope, decision_id=envelope.id, agent=None, producer=producer
+            payload = validated(
+                facts.CommandProposed,
+                {"command": envelope, "decision_id": envelope.id, "agent": None, "producer": producer},
             )
             fact_type = facts.COMMAND_PROPOSED
         else:
-            payload = facts.EventAccepted(event=envelope)
+            payload = validated(facts.EventAccepted, {"event": envelope})
             fact_type = facts.EVENT_ACCEPTED
         return envelope.follow(
             stage=STAGE,
