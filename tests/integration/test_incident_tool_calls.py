@@ -67,25 +67,28 @@ def _point(dependency: str, minutes_ago: float, value: float, service: str = SER
     }
 
 
-SEEDED = [
-    # several datapoints a dependency, in different minutes and in the same one
-    _point("payments-db", 14, 0.12),
-    _point("payments-db", 9, 0.41),
-    _point("payments-db", 9, 0.2),
-    _point("payments-db", 2, 0.3),
-    _point("inventory-api", 7, 0.01),
-    _point("inventory-api", 3, 0.02),
-    # outside the 15-minute window, before it and after it: neither counts
-    _point("inventory-api", 40, 0.97),
-    _point("payments-db", -10, 0.99),
-    # only outside the window: listed, no datapoints in it, so 0.0
-    _point("search-index", 30, 0.8),
-    # negative readings are compared as they are, not floored at zero
-    _point("clock-skew", 6, -0.5),
-    _point("clock-skew", 4, -0.25),
-    # another service's dependency is not checkout-api's
-    _point("payments-db", 5, 0.9, service="search-api"),
-]
+def _seeded_points() -> list[dict[str, Any]]:
+    """The datapoints, placed relative to now when they are put (at import, a run under load could
+    reach the tool minutes later, and the window would have slid past them)."""
+    return [
+        # several datapoints a dependency, in different minutes and in the same one
+        _point("payments-db", 14, 0.12),
+        _point("payments-db", 9, 0.41),
+        _point("payments-db", 9, 0.2),
+        _point("payments-db", 2, 0.3),
+        _point("inventory-api", 7, 0.01),
+        _point("inventory-api", 3, 0.02),
+        # outside the 15-minute window, before it and after it: neither counts
+        _point("inventory-api", 40, 0.97),
+        _point("payments-db", -10, 0.99),
+        # only outside the window: listed, no datapoints in it, so 0.0
+        _point("search-index", 30, 0.8),
+        # negative readings are compared as they are, not floored at zero
+        _point("clock-skew", 6, -0.5),
+        _point("clock-skew", 4, -0.25),
+        # another service's dependency is not checkout-api's
+        _point("payments-db", 5, 0.9, service="search-api"),
+    ]
 
 
 def _old_check_dependencies(service: str, minutes: int) -> dict[str, float]:
@@ -117,7 +120,7 @@ def _old_check_dependencies(service: str, minutes: int) -> dict[str, float]:
 @pytest.fixture
 def seeded(aws: None) -> None:  # noqa: F811
     cloudwatch = client("cloudwatch")
-    cloudwatch.put_metric_data(Namespace=incident.METRICS_NAMESPACE, MetricData=SEEDED)
+    cloudwatch.put_metric_data(Namespace=incident.METRICS_NAMESPACE, MetricData=_seeded_points())
     ecs = client("ecs")
     ecs.create_cluster(clusterName=CLUSTER)
     ecs.register_task_definition(
