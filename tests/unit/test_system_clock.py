@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -59,16 +60,27 @@ def test_an_environ_without_its_encoded_dict_is_read_as_before(monkeypatch: pyte
     assert clock_offset() == 0.0
 
 
-def test_the_idempotency_stores_read_the_offset_as_the_clock_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Execute's two idempotency stores move their records' times by the same offset, read the same way."""
-    from intentbus.adapters import idempotency, redis_idempotency
+def test_the_idempotency_store_moves_its_times_by_the_offset_the_clock_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Execute's DynamoDB idempotency store moves a saved result's expiry by the same offset the clock
+    reads, however the variable was set, changed or removed."""
+    from intentbus.adapters.idempotency import LapseWatchingClient
 
+    sent: list[dict[str, Any]] = []
+
+    class Client:
+        def update_item(self, **kwargs: Any) -> dict[str, Any]:
+            sent.append(kwargs)
+            return {}
+
+    store = LapseWatchingClient(Client())  # type: ignore[arg-type]
     monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
     for value, expected in (("", 0.0), ("90", 90.0), ("-12.5", -12.5), (None, 0.0)):
         if value is None:
             del os.environ[CLOCK_OFFSET_ENV]
         else:
             os.environ[CLOCK_OFFSET_ENV] = value
-        assert idempotency._clock_offset() == expected
-        assert redis_idempotency._clock_offset() == expected
-        assert expected == float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)
+        store.update_item(TableName="t", ExpressionAttributeValues={":expiry": {"N": "1000"}})
+        assert sent[-1]["ExpressionAttributeValues"][":expiry"]["N"] == str(int(1000 + expected))
+        assert expected == clock_offset() == float(os.environ.get(CLOCK_OFFSET_ENV, "0") or 0)

@@ -84,7 +84,7 @@ class LapseWatchingClient:
     def put_item(self, **kwargs: Any) -> Any:
         if kwargs.get("Item", {}).get("status", {}).get("S") != IN_PROGRESS:
             return self._client.put_item(**kwargs)
-        offset = _clock_offset()
+        offset = clock_offset()
         values = dict(kwargs.get("ExpressionAttributeValues", {}))
         item = dict(kwargs.get("Item", {}))
         if offset:
@@ -123,7 +123,7 @@ class LapseWatchingClient:
 
     def update_item(self, **kwargs: Any) -> Any:
         """Powertools' save of the result: its expiry, too, in the clock the condition uses."""
-        offset = _clock_offset()
+        offset = clock_offset()
         if offset and ":expiry" in kwargs.get("ExpressionAttributeValues", {}):
             values = dict(kwargs["ExpressionAttributeValues"])
             _shift(values, ":expiry", offset)
@@ -254,7 +254,7 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
         if prepared.refused is not None:
             request.made = prepared.refused
             return super()._put_record(data_record)
-        offset = _clock_offset()
+        offset = clock_offset()
         now = time.time() + offset
         put = self._put_unless_held(data_record, now, offset)
         try:
@@ -287,7 +287,7 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
     def put_completed(self, data: dict[str, Any], result: dict[str, Any]) -> DataRecord | None:
         """As ``StoresCompleted.put_completed``: one conditional PutItem, whose failure returns the item."""
         record = completed_record(self, data, result)
-        offset = _clock_offset()
+        offset = clock_offset()
         try:
             self._unwatched.put_item(**self._put_unless_held(record, time.time() + offset, offset))
         except ClientError as error:
@@ -310,7 +310,7 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
 
     def _put_unless_held(self, record: DataRecord, now: float, offset: float) -> dict[str, Any]:
         """The record's PutItem, taking a key that is new or whose result expired (see the class);
-        ``now`` and the record's expiries on the clock ``offset`` moves (``_clock_offset``)."""
+        ``now`` and the record's expiries on the clock ``offset`` moves (``clock_offset``)."""
         item: dict[str, Any] = {
             **self._get_key(record.idempotency_key),
             self.expiry_attr: {"N": str(int((record.expiry_timestamp or 0) + offset))},
@@ -384,12 +384,6 @@ def _lapsed(item: dict[str, Any], now: float) -> bool:
         return False
     lease_ms = item.get("in_progress_expiration", {}).get("N")
     return int(item["expiration"]["N"]) < now or (lease_ms is not None and int(lease_ms) < now * 1000)
-
-
-def _clock_offset() -> float:
-    """The local cloud's clock offset, as ``SystemClock`` reads it (``clock_offset``: in Lambda, where the
-    variable is absent, without ``os.environ.get``'s raised and caught ``KeyError``)."""
-    return clock_offset()
 
 
 def _shift(values: dict[str, Any], name: str, seconds: float) -> None:

@@ -101,10 +101,10 @@ with warnings.catch_warnings():
             effect (checked, never rerun)."""
 
         def _get_expiry_timestamp(self) -> int:
-            return int(super()._get_expiry_timestamp() + _clock_offset())
+            return int(super()._get_expiry_timestamp() + clock_offset())
 
         def _put_in_progress_record(self, data_record: DataRecord) -> None:
-            offset = _clock_offset()
+            offset = clock_offset()
             record: dict[str, Any] = {
                 self.status_attr: data_record.status,
                 self.expiry_attr: data_record.expiry_timestamp,
@@ -140,7 +140,7 @@ with warnings.catch_warnings():
                 args=[
                     json.dumps(self._completed(record)),
                     self.expires_after_seconds,
-                    int(time.time() + _clock_offset()),
+                    int(time.time() + clock_offset()),
                 ],
             )
             if _text(outcome) == "stored":
@@ -194,7 +194,3 @@ def auth_credentials(secret: str | None) -> tuple[str | None, str | None]:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _clock_offset() -> float:
-    return clock_offset()

@@ -308,8 +308,8 @@ def authorization_for(
     # ``_authorization_digest`` and ``content_digest`` would encode, byte for byte.
     whole, content = _with_and_without_trace(command.to_json_dict() if dumped is None else dumped)
     rest = _fact_and_version(fact.id, resource_version)
-    # The model's validator called on the values, as ``model_validate`` does (not packed as keywords).
-    made: Authorization = Authorization.__pydantic_validator__.validate_python(
+    return validated(
+        Authorization,
         {
             "command_id": command.id,
             "fact_id": fact.id,
@@ -317,9 +317,8 @@ def authorization_for(
             "command_digest": text_digest(content),
             "by": by,
             "at": at,
-        }
+        },
     )
-    return made
 
 
 def _fact_and_version(fact_id: str, resource_version: int | None) -> str:

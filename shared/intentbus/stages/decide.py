@@ -23,7 +23,7 @@ from intentbus.definition import (
     Step,
     Workflow,
 )
-from intentbus.envelope import Envelope, Kind, json_values
+from intentbus.envelope import Envelope, Kind, json_values, validated
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, digest, idempotency_key, input_identity
@@ -640,7 +640,7 @@ def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
             return model.model_validate(proposed.payload).model_dump(mode="json")
         # What ``model_validate`` and ``model_dump(mode="json")`` call, called directly: their own work
         # was ~9 k of this function's ~31 k instructions (callgrind, the incident's proposals).
-        return json_values(model.__pydantic_validator__.validate_python(proposed.payload))
+        return json_values(validated(model, proposed.payload))
     except ValidationError as error:
         raise MalformedInput.from_validation(error, model, prefix=f"decision.{proposed.type}.") from None
 
