@@ -30,8 +30,10 @@ from intentbus.adapters.idempotency import (
     CommandHashes,
     GuardedPersistenceLayer,
     LapseWatchingClient,
+    PackedRecord,
     PowertoolsIdempotentRunner,
     _packed,
+    _packed_bytes,
     completed_record,
     response_text,
 )
@@ -157,9 +159,16 @@ def test_a_result_stored_without_a_lock_is_the_text_powertools_saves(layer: Comm
 
 @given(st.binary(max_size=3_000))
 def test_a_packed_results_text_is_the_one_powertools_writes(raw: bytes) -> None:
-    """Written directly (its base85 needs no escape): byte for byte Powertools' ``json.dumps``."""
-    packed = _packed({"raw": raw.hex()})
-    assert response_text(packed) == json.dumps(packed, cls=Encoder, sort_keys=True)
+    """A record packed as bytes, where text is stored (Redis): its text, written directly (base85 needs no
+    escape), is byte for byte Powertools' ``json.dumps`` of the text form, as stored before."""
+    data = CommandData(command_envelope("k1").to_json_dict())
+    result = {"raw": raw.hex()}
+    for layer in OURS:
+        record = completed_record(layer, data, _packed_bytes(result))
+        assert isinstance(record, PackedRecord)
+        assert record.packed == _packed_bytes(result)["intentbus_z"]
+        assert record.response_data == json.dumps(_packed(result), cls=Encoder, sort_keys=True)
+        assert response_text(_packed(result)) == record.response_data
 
 
 def test_base85_needs_no_escape_in_json() -> None:

@@ -1,5 +1,7 @@
-"""A stored result, packed by this version, reads back as the versions before it read it, and theirs read
-back here: the idempotency records of a command stay readable across a deploy and a rollback."""
+"""A stored result, packed by this version, reads back here, and the versions before it read back here: the
+idempotency records of a command stay readable across a deploy. Text stores (Redis) keep the text the
+versions before kept, so a rollback reads theirs; DynamoDB keeps the bytes that text stood for (a binary
+attribute), which the versions before this one cannot read."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 
 from intentbus import facts
 from intentbus.adapters.compression import compressed
-from intentbus.adapters.idempotency import PACKED, _packed, _unpacked
+from intentbus.adapters.idempotency import PACKED, _packed, _packed_bytes, _unpacked
 from intentbus.envelope import Envelope, Kind
 from intentbus.execution_claim import MadeOutput
 from intentbus.stages.execute import payload_json
@@ -56,6 +58,18 @@ def test_a_packed_result_reads_back_the_same_here_and_in_the_versions_before(res
 @pytest.mark.parametrize("result", _results())
 def test_a_result_packed_before_reads_back_here(result: dict[str, Any]) -> None:
     assert _unpacked(_packed_as_before(result)) == result
+
+
+@pytest.mark.parametrize("result", _results())
+def test_a_result_packed_as_bytes_is_the_bytes_the_text_stood_for_and_reads_back(
+    result: dict[str, Any],
+) -> None:
+    packed = _packed_bytes(result)
+
+    assert set(packed) == {PACKED}
+    assert packed[PACKED] == base64.b85decode(_packed_as_before(result)[PACKED])
+    assert _unpacked(packed) == result
+    assert _unpacked(_packed(result)) == result
 
 
 @pytest.mark.parametrize("result", _results())

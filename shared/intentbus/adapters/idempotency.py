@@ -24,14 +24,13 @@ import json
 import time
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from aws_lambda_powertools.shared.json_encoder import Encoder
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic_core import PydanticSerializationError, to_json
 
-from intentbus.adapters.base85 import b85_text
 from intentbus.adapters.clock import clock_offset
 from intentbus.adapters.compression import compressed
 from intentbus.adapters.powertools_idempotency import (  # Powertools' utility without boto3 (cold start)
@@ -44,7 +43,7 @@ from intentbus.adapters.powertools_idempotency import (  # Powertools' utility w
     idempotent_function,
 )
 from intentbus.envelope import Envelope
-from intentbus.errors import NotRecorded
+from intentbus.errors import IntentbusError, NotRecorded
 from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus, MadeOutput
 from intentbus.ids import encoder_made_once
 from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt
@@ -298,11 +297,18 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
             if item is None:
                 raise
             # Read by hand: Powertools' own reading makes boto3's deserializer, a cost only for this.
-            held = DataRecord(
-                idempotency_key=record.idempotency_key,
-                status=item.get(self.status_attr, {}).get("S", ""),
-                response_data=item.get(self.data_attr, {}).get("S", ""),
-                payload_hash=item.get(self.validation_key_attr, {}).get("S", ""),
+            stored = item.get(self.data_attr, {})
+            status = item.get(self.status_attr, {}).get("S", "")
+            payload_hash = item.get(self.validation_key_attr, {}).get("S", "")
+            held = (
+                PackedRecord(record.idempotency_key, status, None, payload_hash, stored["B"])
+                if "B" in stored
+                else DataRecord(
+                    idempotency_key=record.idempotency_key,
+                    status=status,
+                    response_data=stored.get("S", ""),
+                    payload_hash=payload_hash,
+                )
             )
             self._validate_payload(data_payload=record, stored_data_record=held)
             return held
@@ -319,7 +325,9 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
         if record.in_progress_expiry_timestamp is not None:
             expiry_ms = int(record.in_progress_expiry_timestamp + offset * 1000)
             item[self.in_progress_expiry_attr] = {"N": str(expiry_ms)}
-        if record.response_data:
+        if isinstance(record, PackedRecord):
+            item[self.data_attr] = {"B": record.packed}
+        elif record.response_data:
             item[self.data_attr] = {"S": record.response_data}
         if self.payload_validation_enabled and record.payload_hash:
             item[self.validation_key_attr] = {"S": record.payload_hash}
@@ -335,6 +343,48 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
             "ExpressionAttributeValues": {":now": {"N": str(int(now))}, ":inprogress": {"S": IN_PROGRESS}},
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+
+    def _update_record(self, data_record: DataRecord) -> None:
+        """Powertools' save of a result; a packed one as its bytes (a binary attribute)."""
+        if not isinstance(data_record, PackedRecord):
+            super()._update_record(data_record)
+            return
+        names = {"#response_data": self.data_attr, "#expiry": self.expiry_attr, "#status": self.status_attr}
+        values: dict[str, Any] = {
+            ":response_data": {"B": data_record.packed},
+            ":expiry": {"N": str(data_record.expiry_timestamp)},
+            ":status": {"S": data_record.status},
+        }
+        update = "SET #response_data = :response_data, #expiry = :expiry, #status = :status"
+        if self.payload_validation_enabled:
+            update += ", #validation_key = :validation_key"
+            names["#validation_key"] = self.validation_key_attr
+            values[":validation_key"] = {"S": data_record.payload_hash}
+        self.client.update_item(
+            TableName=self.table_name,
+            Key=self._get_key(data_record.idempotency_key),
+            UpdateExpression=update,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    def _item_to_data_record(self, item: dict[str, Any]) -> DataRecord:
+        """Powertools' reading of a stored record; a result stored as bytes (a binary attribute) is read
+        as a ``PackedRecord``, one stored as text (before results were bytes) as Powertools reads it."""
+        packed = item.get(self.data_attr, {}).get("B")
+        if packed is None:
+            return super()._item_to_data_record(item)
+        rest = super()._item_to_data_record(
+            {name: value for name, value in item.items() if name != self.data_attr}
+        )
+        return PackedRecord(
+            rest.idempotency_key,
+            rest._status,
+            rest.expiry_timestamp,
+            rest.payload_hash,
+            packed,
+            in_progress_expiry_timestamp=rest.in_progress_expiry_timestamp,
+        )
 
     def _already_exists(self, record: DataRecord, item: dict[str, Any]) -> None:
         """As Powertools' own put does when the key is held: check the payload, hand over the record."""
@@ -357,9 +407,15 @@ class StoresCompleted(Protocol):
 
 
 def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: dict[str, Any]) -> DataRecord:
-    """The completed record Powertools would save for ``data`` after its function returned ``result``."""
+    """The completed record Powertools would save for ``data`` after its function returned ``result``; a
+    result packed as bytes (``_packed_bytes``) makes a ``PackedRecord``, whose text is ``_packed``'s."""
     key = layer._get_hashed_idempotency_key(data)
     assert key is not None  # raise_on_no_idempotency_key: Powertools raised for a command without one
+    packed = result.get(PACKED) if len(result) == 1 else None
+    if isinstance(packed, bytes):
+        return PackedRecord(
+            key, COMPLETED, layer._get_expiry_timestamp(), layer._get_hashed_payload(data), packed
+        )
     return DataRecord(
         idempotency_key=key,
         status=COMPLETED,
@@ -370,12 +426,53 @@ def completed_record(layer: BasePersistenceLayer, data: dict[str, Any], result: 
 
 
 def response_text(result: dict[str, Any]) -> str:
-    """``json.dumps(result, cls=Encoder, sort_keys=True)``, the text Powertools' save stores. The result
-    ``_packed`` made last is written directly: its one value is base85, whose alphabet JSON holds as it is
-    (no quote, backslash or control character); the encoder would scan its ~800 characters to copy them."""
-    if result is _last_packed[0] and len(result) == 1:
-        return f'{{"{PACKED}": "{result[PACKED]}"}}'
+    """``json.dumps(result, cls=Encoder, sort_keys=True)``, the text Powertools' save stores."""
     return _response_json()(result)
+
+
+class PackedRecord(DataRecord):
+    """A completed record whose result is its packed bytes (``_packed_bytes``): stored as they are where the
+    store holds bytes (a DynamoDB binary attribute), else as ``_packed``'s text (``response_data``, made
+    only when asked for: on DynamoDB never, as base85 costs ~150 k instructions a result)."""
+
+    def __init__(
+        self,
+        idempotency_key: str,
+        status: str,
+        expiry_timestamp: int | None,
+        payload_hash: str,
+        packed: bytes,
+        *,
+        in_progress_expiry_timestamp: int | None = None,
+    ) -> None:
+        super().__init__(
+            idempotency_key=idempotency_key,
+            status=status,
+            expiry_timestamp=expiry_timestamp,
+            in_progress_expiry_timestamp=in_progress_expiry_timestamp,
+            payload_hash=payload_hash,
+        )
+        self.packed = packed
+        self._text: str | None = None
+
+    @property
+    def response_data(self) -> str:
+        """``json.dumps(_packed(result), cls=Encoder, sort_keys=True)``, written directly: base85's
+        alphabet holds no quote, backslash or control character, so JSON holds it as it is."""
+        if self._text is None:
+            from intentbus.adapters.base85 import b85_text  # a text store's only (Redis)
+
+            self._text = f'{{"{PACKED}": "{b85_text(self.packed)}"}}'
+        return self._text
+
+    @response_data.setter
+    def response_data(self, text: str) -> None:
+        """Powertools' ``__init__`` sets it empty: the text is the bytes' (a non-empty one is kept)."""
+        self._text = text or None
+
+    def response_json_as_dict(self) -> dict[str, Any]:
+        """The result as ``_unpacked`` reads it, without base85 either way."""
+        return {PACKED: self.packed}
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
@@ -469,6 +566,9 @@ class PowertoolsIdempotentRunner:
         self._watch = watch
         self._guarded = persistence if isinstance(persistence, GuardedPersistenceLayer) else None
         self._unlocked = persistence if isinstance(persistence, StoresCompleted) else None
+        # Ours build the completed record (``completed_record``) and take the packed bytes; Powertools'
+        # own layer writes the result's JSON itself, so it is given the text.
+        self._pack = _packed_bytes if isinstance(persistence, CommandHashes) else _packed
         # As Powertools' handler does on its first call: a read-only command's own put may come first.
         persistence.configure(self.config, key_prefix=KEY_PREFIX)
         self._run = idempotent_function(
@@ -510,7 +610,7 @@ class PowertoolsIdempotentRunner:
                 self._watch.note_refused()
                 raise
             ran.append(result)
-            return result
+            return self._pack(result)
 
         try:
             stored = self._run(command=_command_data(command, dumped), work=attempt)
@@ -562,14 +662,13 @@ class PowertoolsIdempotentRunner:
         data = _command_data(command, dumped)
         result = work()
         try:
-            held = layer.put_completed(data, _packed(result))
+            held = layer.put_completed(data, self._pack(result))
         except IdempotencyValidationError as error:
             raise KeyHeldByAnotherCommand(str(error)) from error
         if held is None:
             return result
         if held.status == COMPLETED:
-            stored: dict[str, Any] = json.loads(held.response_data)
-            return _unpacked(stored)
+            return _unpacked(held.response_json_as_dict())
         return self.run(command, lambda: result, after_lapse, claim, data)
 
 
@@ -591,25 +690,35 @@ class _KeepInProgress(BaseException):
 
 
 PACKED = "intentbus_z"
-"""The stored result's key: its JSON zlib-compressed (base85). The result is the output envelope,
-whose field names and ids repeat; packed, the record stays under DynamoDB's 1 KB write unit."""
+"""The stored result's key: its JSON zlib-compressed, as bytes (``_packed_bytes``; a DynamoDB binary
+attribute) or base85 text (``_packed``; Redis, and every record stored before results were bytes). The
+result is the output envelope, whose field names and ids repeat; packed, the record stays under
+DynamoDB's 1 KB write unit."""
+
+
+class StoredResultUnreadable(IntentbusError, ValueError):
+    """A stored result that does not unpack to a result (its bytes or text altered or cut short): never
+    taken as the command's result; the delivery fails, and the record keeps the command from running
+    again."""
+
+    code: ClassVar[str] = "stored_result_unreadable"
 
 
 def _call(command: dict[str, Any], work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    return _packed(work())
-
-
-_last_packed: list[dict[str, Any] | None] = [None]
-"""The result ``_packed`` made last (``response_text`` knows its JSON): told by identity, at no cost to a
-cold start (a class of its own would be made at import)."""
+    return work()
 
 
 def _packed(result: dict[str, Any]) -> dict[str, Any]:
-    """The result's JSON, compressed, base85. pydantic-core writes the text ``json.dumps`` wrote in half its
-    CPU, the same but for a float's exponent (``1e-7`` for ``1e-07``): it reads back the same."""
-    packed = {PACKED: b85_text(compressed(_plain_json(result)))}
-    _last_packed[0] = packed
-    return packed
+    """The result's JSON, compressed, base85: the form a store that holds only text keeps."""
+    from intentbus.adapters.base85 import b85_text
+
+    return {PACKED: b85_text(_packed_bytes(result)[PACKED])}
+
+
+def _packed_bytes(result: dict[str, Any]) -> dict[str, Any]:
+    """The result's JSON, compressed. pydantic-core writes the text ``json.dumps`` wrote in half its CPU,
+    the same but for a float's exponent (``1e-7`` for ``1e-07``): it reads back the same."""
+    return {PACKED: compressed(_plain_json(result))}
 
 
 def _plain_json(result: dict[str, Any]) -> bytes:
@@ -626,9 +735,23 @@ def _plain_json(result: dict[str, Any]) -> bytes:
         return json.dumps(result, separators=(",", ":")).encode()
 
 
-def _unpacked(stored: dict[str, Any]) -> dict[str, Any]:
-    """The result, from its packed form or as stored plain (a record saved before results were packed)."""
+def _unpacked(stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The result, from its packed form (bytes, or base85 text) or as stored plain (a record saved before
+    results were packed). ``StoredResultUnreadable`` if the packed form does not unpack to a JSON object."""
+    if stored is None:
+        raise StoredResultUnreadable("the completed record holds no result")
     if set(stored) != {PACKED}:
         return stored
-    result: dict[str, Any] = json.loads(zlib.decompress(base64.b85decode(stored[PACKED])))
+    packed = stored[PACKED]
+    try:
+        unpacker = zlib.decompressobj()
+        raw = unpacker.decompress(packed if isinstance(packed, bytes) else base64.b85decode(packed))
+        whole = unpacker.eof and not unpacker.unused_data  # not cut short, nothing added after its end
+        result = json.loads(raw) if whole else None
+    except (ValueError, TypeError, zlib.error) as error:
+        raise StoredResultUnreadable(f"the stored result does not unpack: {error}") from error
+    if not whole:
+        raise StoredResultUnreadable("the stored result is not one whole zlib stream")
+    if not isinstance(result, dict):
+        raise StoredResultUnreadable(f"the stored result is a {type(result).__name__}, not a result")
     return result
