@@ -1,10 +1,12 @@
 """Workflow state and its transitions: pure functions, no AWS."""
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from intentbus.envelope import shallow_copy
 from intentbus.run_status import LEGACY_CHECKS as LEGACY_CHECKS  # noqa: PLC0414 - still named here
 from intentbus.run_status import RECORDED_CHECKS as RECORDED_CHECKS  # noqa: PLC0414 - still named here
 from intentbus.run_status import TERMINAL as TERMINAL  # noqa: PLC0414 - still named here
@@ -83,6 +85,10 @@ class WorkflowState(BaseModel):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's copy; a shallow one made directly (``intentbus.envelope.shallow_copy``)."""
+        return super().model_copy(update=update, deep=True) if deep else shallow_copy(self, update)
 
 
 def new_run(
