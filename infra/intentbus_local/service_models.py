@@ -4,7 +4,8 @@ Every function's cold start in the local cloud, and each of moto's own clients, 
 whose loader would read the same JSON files again (about a sixth of a second per service here). The
 in-process local cloud (``backend.InProcessMoto``) shares them while it runs; tests and the fault
 harness do so for their whole process. Tooling only: what ships to Lambda reads its own. The larger
-files are also decoded from a cache on disk while it is open (service_model_cache).
+files are also decoded from a cache on disk while it is open (service_model_cache), and each new session
+copies botocore's built-in event handlers rather than registering them one by one (session_handlers).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from intentbus_local.service_model_cache import cached_service_data
+from intentbus_local.session_handlers import copied_builtin_handlers
 
 _loaded: dict[tuple[object, ...], dict[Any, Any]] = {}
 """botocore's loaded JSON data by (loader class, search paths, extras types): the files never change."""
@@ -40,7 +42,7 @@ def shared_service_models() -> Iterator[None]:
 
     setattr(botocore.loaders.Loader, "__init__", init)  # noqa: B010
     try:
-        with cached_service_data():
+        with cached_service_data(), copied_builtin_handlers():
             yield
     finally:
         setattr(botocore.loaders.Loader, "__init__", original)  # noqa: B010
