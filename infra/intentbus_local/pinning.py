@@ -10,11 +10,12 @@ slower but never answering differently, and says so once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import inspect
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,26 @@ class Pins:
             self.replaced[key] = vars(owner)[name]
             setattr(owner, name, replacement)
         return self.replaced[key]
+
+    @contextlib.contextmanager
+    def replaced_while_open(
+        self, owner: type, name: str, wrap: Callable[[Any], Any], marker: str
+    ) -> Iterator[None]:
+        """``owner.name`` is ``wrap(its own)`` while open and the pins hold, its own again after. The
+        replacement carries ``marker``: opened again inside, the outer one's stays in place."""
+        current = vars(owner)[name]
+        if getattr(current, marker, False):
+            yield
+            return
+        self.replaced.setdefault(f"{owner.__name__}.{name}", current)
+        if not self.holds():
+            yield
+            return
+        setattr(owner, name, wrap(current))
+        try:
+            yield
+        finally:
+            setattr(owner, name, current)
 
     def moto_original(self, name: str) -> Callable[..., Any]:
         """moto's own ``Class.attribute`` (a property's getter), replaced or not."""

@@ -43,20 +43,9 @@ def cached_service_data() -> Iterator[None]:
     inside, it leaves the outer one's in place)."""
     import botocore.loaders
 
-    owner = botocore.loaders.JSONFileLoader
-    current = vars(owner)["_load_file"]
-    if getattr(current, "caches_service_data", False):
+    loader = botocore.loaders.JSONFileLoader
+    with PINS.replaced_while_open(loader, "_load_file", _cached, "caches_service_data"):
         yield
-        return
-    PINS.replaced.setdefault("JSONFileLoader._load_file", current)
-    if not PINS.holds():
-        yield
-        return
-    setattr(owner, "_load_file", _cached(current))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(owner, "_load_file", current)  # noqa: B010
 
 
 def _cached(decode: Callable[[Any, str, Any], Any]) -> Callable[[Any, str, Any], Any]:

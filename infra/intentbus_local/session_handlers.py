@@ -51,20 +51,9 @@ def copied_builtin_handlers() -> Iterator[None]:
     one's in place)."""
     import botocore.session
 
-    owner = botocore.session.Session
-    current = vars(owner)["_register_builtin_handlers"]
-    if getattr(current, "copies_builtin_handlers", False):
+    session = botocore.session.Session
+    with PINS.replaced_while_open(session, "_register_builtin_handlers", _copying, "copies_builtin_handlers"):
         yield
-        return
-    PINS.replaced.setdefault("Session._register_builtin_handlers", current)
-    if not PINS.holds():
-        yield
-        return
-    setattr(owner, "_register_builtin_handlers", _copying(current))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(owner, "_register_builtin_handlers", current)  # noqa: B010
 
 
 class _Registrar:
