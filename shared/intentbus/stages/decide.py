@@ -23,7 +23,7 @@ from intentbus.definition import (
     Step,
     Workflow,
 )
-from intentbus.envelope import Envelope, Kind, json_values, validated
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, digest, idempotency_key, input_identity
@@ -35,6 +35,7 @@ from intentbus.limits import (
     MAX_RATIONALE_CHARS,
     json_bytes,
 )
+from intentbus.model_shortcuts import json_values, validated
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -414,7 +415,7 @@ class DecideStage(BatchReadingStage):
             is_new=turn.is_new,
         )
         decision_id = derive_id(turn.accepted.id, "decision")
-        dumped = json_values(decision) if type(decision) is Decision else decision.model_dump(mode="json")
+        dumped = json_values(decision) if _plain_model(type(decision)) else decision.model_dump(mode="json")
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
@@ -646,7 +647,8 @@ def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
 
 
 _PLAIN_MODELS: dict[type[BaseModel], bool] = {}
-"""Whether a command's model validates and dumps as ``BaseModel`` does, by model (a workflow's few)."""
+"""Whether a model validates and dumps as ``BaseModel`` does, by model (a workflow's few commands, the
+decision's)."""
 
 
 def _plain_model(model: type[BaseModel]) -> bool:
