@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticSerializationError
@@ -13,6 +13,7 @@ from pydantic_core import PydanticSerializationError
 from intentbus.extensions import Extensions, check_extensions
 from intentbus.ids import derive_id
 from intentbus.limits import MAX_SUBJECT_CHARS
+from intentbus.model_shortcuts import json_text_of, json_values, shallow_copy, validated
 
 TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.\-]{0,127}$"
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
@@ -31,63 +32,6 @@ class Kind(StrEnum):
     EVENT = "event"
     COMMAND = "command"
     DECISION = "decision"
-
-
-def json_values(model: BaseModel, *, exclude: set[str] | None = None) -> dict[str, Any]:
-    """``model.model_dump(mode="json", exclude=exclude)``, from the model's serializer itself (the method's
-    own work costs ~7k instructions a call, a fifth of an envelope's dump)."""
-    values: dict[str, Any] = model.__pydantic_serializer__.to_python(model, mode="json", exclude=exclude)
-    return values
-
-
-def json_text_of(model: BaseModel, *, exclude: set[str] | None = None) -> str:
-    """``model.model_dump_json(exclude=exclude)``, from the model's serializer itself (the method passes
-    every one of its defaults on by keyword: ~7 k instructions a call)."""
-    text: bytes = model.__pydantic_serializer__.to_json(model, exclude=exclude)
-    return text.decode()
-
-
-if TYPE_CHECKING:  # made only for the type checker: a TypeVar costs every stage's cold start
-    from typing import TypeVar
-
-    _Model = TypeVar("_Model", bound=BaseModel)
-
-
-def validated(model: "type[_Model]", value: Any) -> "_Model":
-    """``model.model_validate(value)``, by the model's validator itself (~5 k instructions less a call).
-    Only for the pipeline's own models: a workflow's model may define its own ``model_validate``."""
-    made: _Model = model.__pydantic_validator__.validate_python(value)
-    return made
-
-
-def validated_json(model: "type[_Model]", text: str | bytes) -> "_Model":
-    """``model.model_validate_json(text)``, by the model's validator itself (~4 k instructions less a
-    call); the pipeline's own models only, as ``validated``."""
-    made: _Model = model.__pydantic_validator__.validate_json(text)
-    return made
-
-
-def shallow_copy(model: "_Model", update: Mapping[str, Any] | None) -> "_Model":
-    """``model.model_copy(update=update)`` as pydantic makes it (``BaseModel.__copy__``, then the update
-    unvalidated), for a model without extra fields or private attributes, made directly: pydantic's path
-    (``__copy__``'s three ``copy.copy`` calls, the config looked up) cost ~8 k instructions more a copy,
-    and a record's stages copy an envelope or a run's state once or more. A model holding extra fields or
-    private attributes is copied by pydantic."""
-    if model.__pydantic_extra__ is not None or getattr(model, "__pydantic_private__", None) is not None:
-        return BaseModel.model_copy(model, update=update)
-    cls = type(model)
-    made = cls.__new__(cls)
-    values = model.__dict__.copy()
-    fields_set = set(model.__pydantic_fields_set__)
-    if update:
-        values.update(update)
-        fields_set.update(update.keys())
-    _set = object.__setattr__
-    _set(made, "__dict__", values)
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_fields_set__", fields_set)
-    _set(made, "__pydantic_private__", None)
-    return made
 
 
 class Envelope(BaseModel):

@@ -7,8 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from intentbus.envelope import json_values
 from intentbus.frozen import FrozenPlain
+from intentbus.model_shortcuts import json_values
 
 if TYPE_CHECKING:
     from intentbus.envelope import Envelope

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from intentbus.bus_event import EventBridgeModel
-from intentbus.envelope import Envelope, Kind, validated
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
+from intentbus.model_shortcuts import validated
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
 if TYPE_CHECKING:

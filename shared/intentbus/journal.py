@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from intentbus.envelope import Envelope, json_text_of
+from intentbus.envelope import Envelope
 from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
+from intentbus.model_shortcuts import json_text_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable

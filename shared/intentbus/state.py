@@ -6,7 +6,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from intentbus.envelope import shallow_copy
+from intentbus.model_shortcuts import shallow_copy
 from intentbus.run_status import LEGACY_CHECKS as LEGACY_CHECKS  # noqa: PLC0414 - still named here
 from intentbus.run_status import RECORDED_CHECKS as RECORDED_CHECKS  # noqa: PLC0414 - still named here
 from intentbus.run_status import TERMINAL as TERMINAL  # noqa: PLC0414 - still named here
@@ -87,7 +87,7 @@ class WorkflowState(BaseModel):
         return self.status in TERMINAL
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """pydantic's copy; a shallow one made directly (``intentbus.envelope.shallow_copy``)."""
+        """pydantic's copy; a shallow one made directly (``intentbus.model_shortcuts.shallow_copy``)."""
         return super().model_copy(update=update, deep=True) if deep else shallow_copy(self, update)
 
 

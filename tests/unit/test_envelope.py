@@ -140,7 +140,7 @@ def test_an_envelopes_and_a_payloads_json_values_are_their_model_dumps() -> None
     """``to_json_dict`` and ``json_values`` call the serializer themselves: the values
     ``model_dump(mode="json")`` gives, of the same types, and the same JSON text once encoded."""
     from intentbus import facts
-    from intentbus.envelope import json_values
+    from intentbus.model_shortcuts import json_values
 
     body = raw_body(json.loads(SEED), detail_type="TOOL_EXECUTION_REQUESTED", source="crm.example")
     envelope, _ = normalize(parse_bus_event(body), catalog().types)

@@ -13,8 +13,9 @@ from pydantic_core import PydanticSerializationError
 
 from intentbus import facts
 from intentbus.bus_event import EventBridgeModel
-from intentbus.envelope import Envelope, Kind, json_text_of, validated, validated_json
+from intentbus.envelope import Envelope, Kind
 from intentbus.journal import Authorization, LogEntry, Outcome
+from intentbus.model_shortcuts import json_text_of, validated, validated_json
 from intentbus.run_status import RECORDED_CHECKS
 from intentbus.state import Status, WorkflowState
 from intentbus.testing.bodies import producer_body

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from intentbus.definition import Decision, ProposedCommand, RepeatSafety, Tool, Workflow
-from intentbus.envelope import json_values
 from intentbus.errors import MalformedInput
+from intentbus.model_shortcuts import json_values
 from intentbus.policy import Policy
 from intentbus.stages import decide
 

@@ -11,7 +11,6 @@ from botocore.exceptions import ClientError
 
 from intentbus.adapters.compression import compressed
 from intentbus.adapters.key_shards import DUE_APPROVAL_SHARDS, RUN_LIST_SHARDS, shard_of
-from intentbus.envelope import json_text_of, validated_json
 from intentbus.ids import key_part
 from intentbus.journal import (
     ApprovalStatus,
@@ -24,6 +23,7 @@ from intentbus.journal import (
     log_entry_json,
     proof_key,
 )
+from intentbus.model_shortcuts import json_text_of, validated_json
 from intentbus.ports import SnapshotRequest
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from pydantic_core import PydanticSerializationError
 from intentbus.batch_reads import BatchReads
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
-from intentbus.envelope import Envelope, Kind, json_text_of, json_values, validated
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import IntentbusError, MalformedInput, NotRecorded
 from intentbus.extensions import TRACE_CONTEXT
 from intentbus.facts import PIPELINE_SOURCE
@@ -26,6 +26,7 @@ from intentbus.frozen import Frozen, fields_repr, frozen_dataclass
 from intentbus.ids import canonical_json, canonical_json_less, digest, text_digest
 from intentbus.inbound import parse_bus_event
 from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Outcome, Snapshot
+from intentbus.model_shortcuts import json_text_of, json_values, validated
 from intentbus.ports import Bus, Clock, Quarantine, SnapshotRequest, WorkflowStore
 from intentbus.producers import ProducerBindings
 

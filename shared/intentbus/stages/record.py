@@ -10,10 +10,11 @@ from pydantic import ValidationError
 
 from intentbus import facts
 from intentbus.definition import Step, Workflow
-from intentbus.envelope import Envelope, Kind, json_values, validated
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
+from intentbus.model_shortcuts import json_values, validated
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (

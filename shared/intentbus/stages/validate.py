@@ -17,12 +17,13 @@ from pydantic import ValidationError
 from intentbus import facts
 from intentbus.bus_event import EventBridgeModel
 from intentbus.claims import resolved_detail
-from intentbus.envelope import Envelope, Kind, json_values, validated
+from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, input_identity
 from intentbus.inbound import normalize, parse_bus_event
 from intentbus.journal import LogEntry, Outcome
+from intentbus.model_shortcuts import json_values, validated
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.producers import ProducerBindings
 from intentbus.registry import Payload, TypeRegistry
