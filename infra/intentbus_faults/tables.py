@@ -43,6 +43,11 @@ def stored(table: Any) -> list[Item] | None:
         return None
 
 
+def holds_attribute(table: Any, name: str) -> bool:
+    """Whether an item of moto's ``table`` has the attribute ``name`` (e.g. a sparse index's key)."""
+    return any(name in item.attrs for item in table.all_items())
+
+
 def _parsed(value: Any) -> Item:
     """What botocore parses moto's serialized ``DynamoType`` into."""
     kind, inner = getattr(value, "type", None), getattr(value, "value", None)

@@ -70,6 +70,10 @@ class Schedules:
     def next_at(self) -> float | None:
         return min((entry.next_at for entry in self.entries), default=None)
 
+    def due(self, now: float) -> list[str]:
+        """The logical ids of the functions ``fire_due(now)`` would invoke, in its order."""
+        return [entry.function for entry in self.entries if entry.next_at <= now]
+
     def fire_due(self, now: float) -> list[str]:
         """Fires each schedule whose time came, once (as EventBridge does after a pause); returns the
         logical ids of the functions it invoked."""
@@ -81,7 +85,22 @@ class Schedules:
             self.invoke(
                 entry.function, scheduled_event(arn, now=now, region=self.region, account_id=self.account_id)
             )
-            missed = int((now - entry.next_at) // entry.period) + 1
-            entry.next_at += missed * entry.period
+            _move_on(entry, now)
             fired.append(entry.function)
         return fired
+
+    def pass_due(self, now: float) -> list[str]:
+        """Moves each schedule whose time came on as ``fire_due`` does, without invoking its function:
+        for a caller that knows the invocation would find nothing to do. Returns the functions passed."""
+        passed: list[str] = []
+        for entry in self.entries:
+            if entry.next_at <= now:
+                _move_on(entry, now)
+                passed.append(entry.function)
+        return passed
+
+
+def _move_on(entry: Schedule, now: float) -> None:
+    """The rule's next time after ``now``: it fires once for all the times it missed."""
+    missed = int((now - entry.next_at) // entry.period) + 1
+    entry.next_at += missed * entry.period
