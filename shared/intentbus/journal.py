@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from intentbus.approval_record import Approval
     from intentbus.state import WorkflowState
+    from intentbus.stored_entry import StoredEntry
 
 
 class Outcome(StrEnum):
@@ -157,8 +158,10 @@ class Snapshot(Frozen):
     """This stage's entry for this input, if it was already recorded (a redelivery)."""
     resource_version: int | None = None
     """The version of the resource asked for (0 if it was never changed); ``None`` if none was."""
-    proofs: dict[str, LogEntry] = field(default_factory=dict)
-    """Other stages' entries asked for, by ``proof_key(stage, input_id)``: what they recorded publishing."""
+    proofs: "dict[str, LogEntry | StoredEntry]" = field(default_factory=dict)
+    """Other stages' entries asked for, by ``proof_key(stage, input_id)``: what they recorded publishing
+    (as the store holds them, ``StoredEntry``, when it reads them: validated only if their text cannot
+    tell)."""
     authorization: Authorization | None = None
     """The command's recorded authorization, when asked for."""
 
@@ -167,7 +170,7 @@ class Snapshot(Frozen):
         state: "WorkflowState | None",
         entry: LogEntry | None,
         resource_version: int | None = None,
-        proofs: dict[str, LogEntry] | None = None,
+        proofs: "dict[str, LogEntry | StoredEntry] | None" = None,
         authorization: Authorization | None = None,
     ) -> None:
         fields = self.__dict__  # written directly: ``object.__setattr__`` costs ~1 k instructions a field
@@ -185,7 +188,7 @@ class Snapshot(Frozen):
         entry: LogEntry | None,
         *,
         resource_version: int | None = None,
-        proofs: dict[str, LogEntry] | None = None,
+        proofs: "dict[str, LogEntry | StoredEntry] | None" = None,
         authorization: Authorization | None = None,
     ) -> "Snapshot":
         """A snapshot of a run whose state is read (``read_state``) only when ``state`` is first asked for;
@@ -212,7 +215,7 @@ class Snapshot(Frozen):
 
     __repr__ = fields_repr
 
-    def proof(self, stage: str, input_id: str) -> LogEntry | None:
+    def proof(self, stage: str, input_id: str) -> "LogEntry | StoredEntry | None":
         return self.proofs.get(proof_key(stage, input_id))
 
     def run_definition(self) -> tuple[str, str] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -25,6 +26,7 @@ from intentbus.journal import (
 )
 from intentbus.model_shortcuts import json_text_of, validated_json
 from intentbus.ports import SnapshotRequest
+from intentbus.stored_entry import StoredEntry
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -203,12 +205,14 @@ def _key_items(keys: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) -> Snapshot:
-    """The snapshot from the items read for ``request`` (only its own keys'; absent ones were not found)."""
+    """The snapshot from the items read for ``request`` (only its own keys'; absent ones were not found).
+    Proof entries are kept as stored (``StoredEntry``): a check reads what it needs of them."""
     own = log_sk(request.stage, request.input_id)
     state_found: Mapping[str, Any] | None = None
     entry = granted = None
     resource_version = None if request.resource is None else 0
-    others: dict[str, LogEntry] = {}
+    wanted = {log_sk(stage, input_id): (stage, input_id) for stage, input_id in request.proofs}
+    proofs: dict[str, LogEntry | StoredEntry] = {}
     for item in found:
         sk = item["sk"]["S"]
         if sk == STATE_SK:
@@ -217,13 +221,11 @@ def snapshot_of(request: SnapshotRequest, found: Iterable[Mapping[str, Any]]) ->
             resource_version = int(item["version"]["N"])
         elif sk.startswith(AUTH_PREFIX):
             granted = validated_json(Authorization, item["authorization"]["S"])
-        else:
-            logged = entry_from_item(item)
-            if sk == own:
-                entry = logged
-            others[proof_key(logged.stage, logged.input_id)] = logged
-    own_key = proof_key(request.stage, request.input_id)
-    proofs = {key: value for key, value in others.items() if key != own_key}
+        elif sk == own:
+            entry = entry_from_item(item)
+        elif sk in wanted:
+            stage, input_id = wanted[sk]
+            proofs[proof_key(stage, input_id)] = StoredEntry(stage, input_id, partial(entry_json, item))
     if state_found is None:
         return Snapshot(None, entry, resource_version, proofs, granted)
     item = state_found

@@ -29,6 +29,7 @@ from intentbus.journal import Authorization, Commit, CommitStatus, LogEntry, Out
 from intentbus.model_shortcuts import json_text_of, json_values, validated
 from intentbus.ports import Bus, Clock, Quarantine, SnapshotRequest, WorkflowStore
 from intentbus.producers import ProducerBindings
+from intentbus.stored_entry import StoredEntry
 
 FactT = TypeVar("FactT", bound=BaseModel)
 
@@ -431,8 +432,17 @@ def _content_json(envelope: Envelope) -> str | None:
         return None
 
 
-def recorded(entry: LogEntry | None, envelope: Envelope) -> bool:
-    """Whether ``entry`` recorded publishing exactly ``envelope`` (same id, same content)."""
+def recorded(entry: LogEntry | StoredEntry | None, envelope: Envelope) -> bool:
+    """Whether ``entry`` recorded publishing exactly ``envelope`` (same id, same content).
+
+    An entry as stored is first asked whether its last output has the envelope's content text (the
+    published one, less its trace context: ~120 k instructions fewer than validating the entry and
+    comparing values); any other answer reads it whole."""
+    if isinstance(entry, StoredEntry):
+        content = _content_json(envelope)
+        if content is not None and entry.last_output_is(content):
+            return True
+        entry = entry.entry
     if entry is None:
         return False
     return any(out.id == envelope.id and same_fact(out, envelope) for out in entry.outputs)

@@ -25,6 +25,7 @@ from intentbus.journal import (
 )
 from intentbus.ports import KeyHeldByAnotherCommand, OutcomeInDoubt, SnapshotRequest
 from intentbus.state import LEGACY_CHECKS, WorkflowState
+from intentbus.stored_entry import StoredEntry
 
 
 @dataclass
@@ -62,7 +63,9 @@ class InMemoryStore:
         log = self.logs.get((tenant_id, run_id), {})
         own = proof_key(request.stage, request.input_id)
         version = None if resource is None else self.resources.get((tenant_id, resource), (0, ""))[0]
-        found = {proof_key(s, i): log[proof_key(s, i)] for s, i in request.proofs if proof_key(s, i) in log}
+        found: dict[str, LogEntry | StoredEntry] = {
+            proof_key(s, i): log[proof_key(s, i)] for s, i in request.proofs if proof_key(s, i) in log
+        }
         found.pop(own, None)
         authorization = request.authorization
         return Snapshot(
