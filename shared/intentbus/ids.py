@@ -104,13 +104,16 @@ _NAMESPACE_BYTES = INTENTBUS_NAMESPACE.bytes
 
 def uuid5_text(name: str) -> str:
     """``str(uuid.uuid5(INTENTBUS_NAMESPACE, name))`` without building a ``UUID`` (less than half the work):
-    SHA-1 of the namespace and the name, its first 16 bytes with the version (5) and RFC 4122 variant bits
-    set, in the 8-4-4-4-12 hex form. A name that is not UTF-8 (a lone surrogate) raises as ``uuid5`` does."""
-    value = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode()).digest()[:16])
-    value[6] = (value[6] & 0x0F) | 0x50
-    value[8] = (value[8] & 0x3F) | 0x80
-    text = value.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    SHA-1 of the namespace and the name, its first 16 bytes in the 8-4-4-4-12 hex form with the version
+    (5) and RFC 4122 variant bits set. The version is the 13th hex digit, the variant the top two bits of
+    the 17th: both are set on the hex text itself (a bytearray's edits cost ~2.5 k instructions more). A
+    name that is not UTF-8 (a lone surrogate) raises as ``uuid5`` does."""
+    text = hashlib.sha1(_NAMESPACE_BYTES + name.encode()).hexdigest()
+    return f"{text[:8]}-{text[8:12]}-5{text[13:16]}-{_VARIANT[text[16]]}{text[17:20]}-{text[20:32]}"
+
+
+_VARIANT = {digit: "89ab"[int(digit, 16) & 0x3] for digit in "0123456789abcdef"}
+"""A hex digit with its top two bits set to RFC 4122's variant (``10``)."""
 
 
 def digest(value: Any) -> str:
