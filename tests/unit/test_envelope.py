@@ -3,11 +3,15 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 from intentbus.catalog import Catalog
+from intentbus.definition import Workflow
 from intentbus.envelope import Kind
 from intentbus.ids import INTENTBUS_NAMESPACE, canonical_json, derive_id, idempotency_key
 from intentbus.inbound import normalize, parse_bus_event
+from intentbus.policy import Policy
+from intentbus.registry import Payload
 from intentbus.workflows import direct_tool, incident
 from tests.fakes import raw_body
 
@@ -152,3 +156,27 @@ def test_an_envelopes_and_a_payloads_json_values_are_their_model_dumps() -> None
         assert canonical_json(one.to_json_dict()) == canonical_json(one.model_dump(mode="json"))
         accepted = facts.EventAccepted(event=one)
         assert json.dumps(json_values(accepted)) == json.dumps(accepted.model_dump(mode="json"))
+
+
+class _Trimmed(Payload):
+    """A workflow's payload model with its own validate and dump, which normalize must call."""
+
+    service: str
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> _Trimmed:
+        return super().model_validate({**obj, "service": str(obj["service"]).strip()}, *args, **kwargs)
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**super().model_dump(*args, **kwargs), "service": self.service.upper()}
+
+
+def test_a_payload_model_that_overrides_validate_or_dump_is_validated_and_dumped_by_its_own() -> None:
+    own = Workflow(name="own", version="1", policy=Policy(rules=()))
+    own.event("Trimmed", _Trimmed)
+    detail = {"type": "Trimmed", "tenant_id": "acme", "payload": {"service": "  checkout "}}
+    body = raw_body(detail, detail_type="Trimmed", source="monitor")
+    envelope, payload = normalize(parse_bus_event(body), Catalog([own]).types)
+    assert isinstance(payload, _Trimmed)
+    assert payload.service == "checkout"
+    assert envelope.payload == {"service": "CHECKOUT"}
