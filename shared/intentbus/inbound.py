@@ -22,7 +22,7 @@ from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
-from intentbus.model_shortcuts import json_values, validated
+from intentbus.model_shortcuts import json_values, plain_model, validated
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
 if TYPE_CHECKING:
@@ -226,22 +226,6 @@ def _refused_payload(error: ValidationError, spec: TypeSpec, data: EventData | N
     return MalformedInput.from_validation(error, spec.model, prefix="payload.")
 
 
-_PLAIN_MODELS: dict[type[BaseModel], bool] = {}
-"""Whether a payload model validates and dumps as ``BaseModel`` does, by model (a deployment's few types)."""
-
-
-def _plain_model(model: type[BaseModel]) -> bool:
-    """``model`` overrides neither ``model_validate`` nor ``model_dump``: their direct calls (``validated``,
-    ``json_values``) are the same, ~9 k instructions less a payload. A workflow's model may override them."""
-    plain = _PLAIN_MODELS.get(model)
-    if plain is None:
-        plain = _PLAIN_MODELS[model] = (
-            getattr(model.model_validate, "__func__", None) is BaseModel.model_validate.__func__  # type: ignore[attr-defined]
-            and model.model_dump is BaseModel.model_dump
-        )
-    return plain
-
-
 def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Envelope, BaseModel]:
     """The accepted envelope, with its payload validated by the type's model."""
     detail = bus_event.detail
@@ -287,7 +271,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         raise MalformedInput.from_validation(error, Envelope) from None
     _check_payload_size(envelope.payload)  # before the model reads it: no work on what cannot travel
     model = spec.model
-    plain = _plain_model(model)
+    plain = plain_model(model)
     try:
         payload = validated(model, envelope.payload) if plain else model.model_validate(envelope.payload)
     except ValidationError as error:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from intentbus.definition import Decision, ProposedCommand, RepeatSafety, Tool, Workflow
 from intentbus.errors import MalformedInput
-from intentbus.model_shortcuts import json_values
+from intentbus.model_shortcuts import json_values, plain_model
 from intentbus.policy import Policy
 from intentbus.stages import decide
 
@@ -113,8 +113,8 @@ def test_a_model_that_overrides_the_methods_is_called_through_them() -> None:
     )
     assert made["service"] == "api"
     assert made["dumped_by"] == "override"
-    assert decide._plain_model(_Lowered) is False
-    assert decide._plain_model(_Scale) is True
+    assert plain_model(_Lowered) is False
+    assert plain_model(_Scale) is True
 
 
 def test_a_plain_decision_is_dumped_as_its_model_dump() -> None:

@@ -35,7 +35,7 @@ from intentbus.limits import (
     MAX_RATIONALE_CHARS,
     json_bytes,
 )
-from intentbus.model_shortcuts import json_values, validated
+from intentbus.model_shortcuts import json_values, plain_model, validated
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -415,7 +415,7 @@ class DecideStage(BatchReadingStage):
             is_new=turn.is_new,
         )
         decision_id = derive_id(turn.accepted.id, "decision")
-        dumped = json_values(decision) if _plain_model(type(decision)) else decision.model_dump(mode="json")
+        dumped = json_values(decision) if plain_model(type(decision)) else decision.model_dump(mode="json")
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
@@ -637,29 +637,13 @@ def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
         )
     model = spec.model
     try:
-        if not _plain_model(model):
+        if not plain_model(model):
             return model.model_validate(proposed.payload).model_dump(mode="json")
         # What ``model_validate`` and ``model_dump(mode="json")`` call, called directly: their own work
         # was ~9 k of this function's ~31 k instructions (callgrind, the incident's proposals).
         return json_values(validated(model, proposed.payload))
     except ValidationError as error:
         raise MalformedInput.from_validation(error, model, prefix=f"decision.{proposed.type}.") from None
-
-
-_PLAIN_MODELS: dict[type[BaseModel], bool] = {}
-"""Whether a model validates and dumps as ``BaseModel`` does, by model (a workflow's few commands, the
-decision's)."""
-
-
-def _plain_model(model: type[BaseModel]) -> bool:
-    """``model`` neither overrides ``model_validate`` nor ``model_dump``: their direct calls are the same."""
-    plain = _PLAIN_MODELS.get(model)
-    if plain is None:
-        plain = _PLAIN_MODELS[model] = (
-            getattr(model.model_validate, "__func__", None) is BaseModel.model_validate.__func__  # type: ignore[attr-defined]
-            and model.model_dump is BaseModel.model_dump
-        )
-    return plain
 
 
 def _command(
