@@ -86,7 +86,13 @@ def read_cloudevent(detail: dict[str, Any]) -> tuple[dict[str, Any], EventData |
             if (value is not None or key == _REQUIRED) and key not in _DATA_NAMES
         }
         return _with_data(detail, fields)
-    fields = {}
+    return read_by_names(detail)
+
+
+def read_by_names(detail: dict[str, Any]) -> tuple[dict[str, Any], EventData | None]:
+    """``read_cloudevent`` for any event: every attribute read by its name (an alias mapped, an extension
+    kept and bounded, two names for one field refused)."""
+    fields: dict[str, Any] = {}
     extensions: dict[str, Any] = {}
     for key, value in detail.items():
         if key in ("data", "data_base64") or (value is None and key != _REQUIRED):
