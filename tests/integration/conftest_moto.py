@@ -24,6 +24,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from moto import mock_aws
 
 from intentbus.adapters.clients import AwsClients
+from intentbus.adapters.clock import CLOCK_OFFSET_ENV
+from intentbus.adapters.dynamodb_guard import DynamoExecutionGuard
+from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.config import Settings
 from intentbus.envelope import Envelope
 from intentbus.runtime import (
@@ -242,6 +245,42 @@ class FakeLambdaContext:
 
 def lambda_context(remaining_millis: int = 60_000) -> LambdaContext:
     return cast(LambdaContext, FakeLambdaContext(remaining_millis))
+
+
+# ------------------------------------------------------------------ execute's idempotent runner
+
+
+class Crash(BaseException):
+    """The process died mid-way: nothing below the tool got to clean up."""
+
+
+def crash() -> dict[str, Any]:
+    """A tool whose process dies while it runs."""
+    raise Crash
+
+
+def execute_runner(
+    monkeypatch: pytest.MonkeyPatch,
+    dynamodb: Any,
+    *,
+    guard: DynamoExecutionGuard | None = None,
+    lease_seconds: int = 30,
+    table: str | None = None,
+) -> PowertoolsIdempotentRunner:
+    """Execute's runner on moto's DynamoDB, as the execute function makes it (an hour's retention, bound to
+    a Lambda context with ten minutes left), on the real clock; ``table``: an idempotency table made
+    already, else one is created."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", FUNCTION_NAME)
+    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
+    runner = PowertoolsIdempotentRunner(
+        table or create_idempotency_table(dynamodb),
+        dynamodb,
+        retention_seconds=3600,
+        lease_seconds=lease_seconds,
+        guard=guard,
+    )
+    runner.bind(lambda_context(remaining_millis=600_000))
+    return runner
 
 
 # ------------------------------------------------------------------ the real pipeline on moto

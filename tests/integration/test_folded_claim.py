@@ -20,18 +20,14 @@ from intentbus.execution_claim import Claim, ClaimRequest, ClaimStatus
 from tests.command_envelopes import command_envelope
 from tests.integration.conftest_moto import (  # noqa: F401
     CallLog,
+    Crash,
     aws,
     client,
-    create_idempotency_table,
     create_workflow_table,
-    lambda_context,
+    execute_runner,
 )
 
 TENANT, RUN = "acme", "run-1"
-
-
-class Crash(BaseException):
-    """The process died mid-way."""
 
 
 @dataclass
@@ -53,15 +49,9 @@ class Env:
 
 @pytest.fixture
 def env(aws: None, monkeypatch: pytest.MonkeyPatch) -> Env:  # noqa: F811
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
-    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
     dynamodb = client("dynamodb")
     workflow_table = create_workflow_table(dynamodb)
-    guard = DynamoExecutionGuard(workflow_table, dynamodb)
-    runner = PowertoolsIdempotentRunner(
-        create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, lease_seconds=30, guard=guard
-    )
-    runner.bind(lambda_context(remaining_millis=600_000))
+    runner = execute_runner(monkeypatch, dynamodb, guard=DynamoExecutionGuard(workflow_table, dynamodb))
     return Env(runner, dynamodb, workflow_table, CallLog().attach(dynamodb))
 
 

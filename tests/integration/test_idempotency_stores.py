@@ -21,15 +21,18 @@ from intentbus.envelope import Envelope
 from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus_local.redis_server import RedisServer, redis_server
 from tests.command_envelopes import command_envelope
-from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
+from tests.integration.conftest_moto import (  # noqa: F401
+    Crash,
+    aws,
+    client,
+    crash,
+    create_idempotency_table,
+    lambda_context,
+)
 
 RETENTION = 3600
 LEASE = 30
 STORES = ["dynamodb", "redis"]
-
-
-class Crash(BaseException):
-    """The process died mid-way: nothing below the tool got to clean up."""
 
 
 @dataclass
@@ -82,10 +85,6 @@ def counting(calls: list[str], answer: str) -> Callable[[], dict[str, object]]:
         return {"ran": answer}
 
     return work
-
-
-def crash() -> dict[str, object]:
-    raise Crash
 
 
 def test_a_result_is_kept_and_returned_to_every_repeat(store: Store) -> None:

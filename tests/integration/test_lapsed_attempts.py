@@ -14,30 +14,22 @@ from intentbus.adapters.idempotency import PowertoolsIdempotentRunner
 from intentbus.envelope import Envelope
 from intentbus.errors import NotRecorded
 from tests.command_envelopes import command_envelope
-from tests.integration.conftest_moto import aws, client, create_idempotency_table, lambda_context  # noqa: F401
-
-
-class Crash(BaseException):
-    """The process died mid-way: nothing below the tool got to clean up."""
+from tests.integration.conftest_moto import (  # noqa: F401
+    Crash,
+    aws,
+    client,
+    crash,
+    execute_runner,
+)
 
 
 @pytest.fixture
 def runner(aws: None, monkeypatch: pytest.MonkeyPatch) -> PowertoolsIdempotentRunner:  # noqa: F811
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
-    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
-    dynamodb = client("dynamodb")
-    table = create_idempotency_table(dynamodb)
-    runner = PowertoolsIdempotentRunner(table, dynamodb, retention_seconds=3600, lease_seconds=30)
-    runner.bind(lambda_context(remaining_millis=600_000))
-    return runner
+    return execute_runner(monkeypatch, client("dynamodb"))
 
 
 def command(key: str) -> Envelope:
     return command_envelope(key)
-
-
-def crash() -> dict[str, object]:
-    raise Crash
 
 
 def test_a_lapsed_lock_goes_to_the_reconcile_path_not_the_tool(
@@ -100,13 +92,8 @@ def test_a_refused_attempt_whose_release_failed_is_not_taken_for_an_unknown_effe
     aws: None,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
-    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
     dynamodb = client("dynamodb")
-    runner = PowertoolsIdempotentRunner(
-        create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, lease_seconds=30
-    )
-    runner.bind(lambda_context(remaining_millis=600_000))
+    runner = execute_runner(monkeypatch, dynamodb)
     real_delete = dynamodb.delete_item
 
     def throttled(**kwargs: object) -> object:

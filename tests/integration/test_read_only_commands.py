@@ -25,22 +25,19 @@ from intentbus.journal import Outcome
 from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus.stages.execute import ExecuteStage
 from tests.command_envelopes import command_envelope
-from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)
+from tests.integration.conftest_moto import (  # noqa: F401
     IDEMPOTENCY_TABLE,
     CallLog,
+    Crash,
     Resources,
     aws,
     client,
-    create_idempotency_table,
+    crash,
     create_workflow_table,
-    lambda_context,
+    execute_runner,
     resources,
 )
 from tests.integration.test_seed_tools import _incident_body, _world
-
-
-class Crash(BaseException):
-    """The process died mid-way."""
 
 
 @pytest.fixture
@@ -51,14 +48,9 @@ def log() -> CallLog:
 @pytest.fixture
 def runner(aws: None, monkeypatch: pytest.MonkeyPatch, log: CallLog) -> PowertoolsIdempotentRunner:  # noqa: F811
     """On DynamoDB with the guard, its calls logged in ``log``."""
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
-    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
     dynamodb = client("dynamodb")
     guard = DynamoExecutionGuard(create_workflow_table(dynamodb), dynamodb)
-    runner = PowertoolsIdempotentRunner(
-        create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, lease_seconds=30, guard=guard
-    )
-    runner.bind(lambda_context(remaining_millis=600_000))
+    runner = execute_runner(monkeypatch, dynamodb, guard=guard)
     log.attach(dynamodb)
     return runner
 
@@ -150,9 +142,6 @@ def test_a_record_in_progress_is_left_to_its_attempt(runner: PowertoolsIdempoten
 def test_a_lapsed_record_in_progress_is_checked_as_the_locked_path_checks_it(
     runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash() -> dict[str, Any]:
-        raise Crash
-
     with pytest.raises(Crash):
         runner.run(command(), crash)
     monkeypatch.setenv(CLOCK_OFFSET_ENV, "31")  # the 30 s lease has lapsed on the virtual clock

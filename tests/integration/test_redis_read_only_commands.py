@@ -22,9 +22,11 @@ from intentbus.journal import Outcome
 from intentbus.ports import KeyHeldByAnotherCommand
 from intentbus_local.redis_server import RedisServer, redis_server
 from tests.command_envelopes import command_envelope
-from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)
+from tests.integration.conftest_moto import (  # noqa: F401
+    Crash,
     Resources,
     aws,
+    crash,
     lambda_context,
     resources,
 )
@@ -37,10 +39,6 @@ from tests.integration.test_read_only_commands import (
 
 RETENTION = 3600
 LEASE = 30
-
-
-class Crash(BaseException):
-    """The process died mid-way."""
 
 
 @pytest.fixture(scope="module")
@@ -176,9 +174,6 @@ def test_a_record_in_progress_is_left_to_its_attempt(runner: PowertoolsIdempoten
 def test_a_lapsed_record_in_progress_is_checked_as_the_locked_path_checks_it(
     runner: PowertoolsIdempotentRunner, connection: redis_py.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash() -> dict[str, Any]:
-        raise Crash
-
     with pytest.raises(Crash):
         runner.run(command(), crash)
     monkeypatch.setenv(CLOCK_OFFSET_ENV, str(LEASE + 1))  # the lease has lapsed on the virtual clock
@@ -195,9 +190,6 @@ def test_a_record_in_progress_past_its_whole_expiry_is_still_checked_not_overwri
 ) -> None:
     """Attack: an attempt died in its tool and nothing came back until after the retention (on the
     virtual clock; Redis keeps it for the retention in real time). Its effect is still unknown."""
-
-    def crash() -> dict[str, Any]:
-        raise Crash
 
     with pytest.raises(Crash):
         runner.run(command(), crash)

@@ -24,34 +24,25 @@ from intentbus.adapters.idempotency import (
 )
 from intentbus.envelope import Envelope
 from tests.command_envelopes import command_envelope
-from tests.integration.conftest_moto import (  # noqa: F401  (fixtures)
+from tests.integration.conftest_moto import (  # noqa: F401
     IDEMPOTENCY_TABLE,
+    Crash,
     aws,
     client,
-    create_idempotency_table,
+    crash,
     create_workflow_table,
-    lambda_context,
+    execute_runner,
 )
 
 RESULT = {"ran": "first", "note": "café ✓", "ids": [f"id-{n:04d}" for n in range(40)]}
 LEASE = 30
 
 
-class Crash(BaseException):
-    """The process died mid-way."""
-
-
 @pytest.fixture
 def runner(aws: None, monkeypatch: pytest.MonkeyPatch) -> PowertoolsIdempotentRunner:  # noqa: F811
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "intentbus-execute")
-    monkeypatch.delenv(CLOCK_OFFSET_ENV, raising=False)
     dynamodb = client("dynamodb")
     guard = DynamoExecutionGuard(create_workflow_table(dynamodb), dynamodb)
-    runner = PowertoolsIdempotentRunner(
-        create_idempotency_table(dynamodb), dynamodb, retention_seconds=3600, lease_seconds=LEASE, guard=guard
-    )
-    runner.bind(lambda_context(remaining_millis=600_000))
-    return runner
+    return execute_runner(monkeypatch, dynamodb, guard=guard, lease_seconds=LEASE)
 
 
 def command(key: str = "k1") -> Envelope:
@@ -139,9 +130,6 @@ def test_a_result_stored_plain_before_results_were_packed_reads_back(
 def test_the_reconcile_path_stores_its_answer_as_bytes(
     runner: PowertoolsIdempotentRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash() -> dict[str, Any]:
-        raise Crash
-
     with pytest.raises(Crash):
         runner.run(command(), crash)
     monkeypatch.setenv(CLOCK_OFFSET_ENV, str(LEASE + 1))
