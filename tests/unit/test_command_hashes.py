@@ -211,3 +211,54 @@ def test_a_records_expiry_is_powertools_own(monkeypatch: pytest.MonkeyPatch) -> 
             after = POWERTOOLS._get_expiry_timestamp()
             assert isinstance(ours, int)
             assert before <= ours <= after
+
+
+_STORED_ITEMS = [
+    {  # completed, its result stored as text (before results were bytes), its payload hash kept
+        "id": {"S": "intentbus-execute#abc"},
+        "status": {"S": "COMPLETED"},
+        "expiration": {"N": "1799999999"},
+        "data": {"S": '{"intentbus_z": "c-o~"}'},
+        "validation": {"S": "f00d"},
+    },
+    {  # in progress: no result yet, its lease's expiry in milliseconds
+        "id": {"S": "intentbus-execute#def"},
+        "status": {"S": "INPROGRESS"},
+        "expiration": {"N": "1799999999"},
+        "in_progress_expiration": {"N": "1799999999123"},
+        "validation": {"S": "beef"},
+    },
+]
+
+
+@pytest.mark.parametrize("item", _STORED_ITEMS)
+def test_a_stored_record_is_read_by_hand_as_powertools_reads_it(item: dict[str, Any]) -> None:
+    powertools = _powertools_layer()
+    assert isinstance(powertools, DynamoDBPersistenceLayer)
+    ours, theirs = _guarded_layer()._item_to_data_record(item), powertools._item_to_data_record(item)
+
+    assert type(ours) is type(theirs)
+    for field in ("idempotency_key", "status", "expiry_timestamp", "in_progress_expiry_timestamp"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert (ours.response_data, ours.payload_hash) == (theirs.response_data, theirs.payload_hash)
+
+
+def test_a_result_stored_as_bytes_is_read_as_a_packed_record_with_the_same_fields() -> None:
+    packed = _packed_bytes({"ran": "first"})["intentbus_z"]
+    item = {**_STORED_ITEMS[0], "data": {"B": packed}}
+
+    ours = _guarded_layer()._item_to_data_record(item)
+    powertools = _powertools_layer()
+    assert isinstance(powertools, DynamoDBPersistenceLayer)
+    theirs = powertools._item_to_data_record(_STORED_ITEMS[0])
+
+    assert isinstance(ours, PackedRecord)
+    assert ours.packed == packed
+    for field in (
+        "idempotency_key",
+        "status",
+        "expiry_timestamp",
+        "in_progress_expiry_timestamp",
+        "payload_hash",
+    ):
+        assert getattr(ours, field) == getattr(theirs, field), field

@@ -296,20 +296,7 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
             item: dict[str, Any] | None = response.get("Item")
             if item is None:
                 raise
-            # Read by hand: Powertools' own reading makes boto3's deserializer, a cost only for this.
-            stored = item.get(self.data_attr, {})
-            status = item.get(self.status_attr, {}).get("S", "")
-            payload_hash = item.get(self.validation_key_attr, {}).get("S", "")
-            held = (
-                PackedRecord(record.idempotency_key, status, None, payload_hash, stored["B"])
-                if "B" in stored
-                else DataRecord(
-                    idempotency_key=record.idempotency_key,
-                    status=status,
-                    response_data=stored.get("S", ""),
-                    payload_hash=payload_hash,
-                )
-            )
+            held = self._item_to_data_record(item)
             self._validate_payload(data_payload=record, stored_data_record=held)
             return held
         return None
@@ -369,21 +356,31 @@ class GuardedPersistenceLayer(CommandHashes, DynamoDBPersistenceLayer):
         )
 
     def _item_to_data_record(self, item: dict[str, Any]) -> DataRecord:
-        """Powertools' reading of a stored record; a result stored as bytes (a binary attribute) is read
-        as a ``PackedRecord``, one stored as text (before results were bytes) as Powertools reads it."""
-        packed = item.get(self.data_attr, {}).get("B")
-        if packed is None:
-            return super()._item_to_data_record(item)
-        rest = super()._item_to_data_record(
-            {name: value for name, value in item.items() if name != self.data_attr}
-        )
-        return PackedRecord(
-            rest.idempotency_key,
-            rest._status,
-            rest.expiry_timestamp,
-            rest.payload_hash,
-            packed,
-            in_progress_expiry_timestamp=rest.in_progress_expiry_timestamp,
+        """Powertools' reading of a stored record, read by hand (its own makes boto3's deserializer for
+        it): a result stored as bytes (a binary attribute) makes a ``PackedRecord``, one stored as text
+        (before results were bytes) Powertools' ``DataRecord``, with the same fields either way."""
+        key = item[self.key_attr]["S"]
+        status = item[self.status_attr]["S"]
+        expiry = _stored_number(item.get(self.expiry_attr))
+        in_progress = _stored_number(item.get(self.in_progress_expiry_attr))
+        payload_hash = item.get(self.validation_key_attr, {}).get("S", "")
+        stored = item.get(self.data_attr, {})
+        if "B" in stored:
+            return PackedRecord(
+                key,
+                status,
+                expiry,
+                payload_hash,
+                stored["B"],
+                in_progress_expiry_timestamp=in_progress,
+            )
+        return DataRecord(
+            idempotency_key=key,
+            status=status,
+            expiry_timestamp=expiry,
+            in_progress_expiry_timestamp=in_progress,
+            response_data=stored.get("S"),
+            payload_hash=payload_hash,
         )
 
     def _already_exists(self, record: DataRecord, item: dict[str, Any]) -> None:
@@ -473,6 +470,11 @@ class PackedRecord(DataRecord):
     def response_json_as_dict(self) -> dict[str, Any]:
         """The result as ``_unpacked`` reads it, without base85 either way."""
         return {PACKED: self.packed}
+
+
+def _stored_number(value: dict[str, Any] | None) -> int | None:
+    """A stored number attribute (an expiry, whole seconds or milliseconds), or ``None`` if absent."""
+    return None if value is None else int(value["N"])
 
 
 def _lapsed(item: dict[str, Any], now: float) -> bool:
