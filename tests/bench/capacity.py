@@ -119,9 +119,14 @@ class Usage:
 
     write_units: dict[str, float] = field(default_factory=dict)
     read_units: dict[str, float] = field(default_factory=dict)
+    consistent_read_units: float = 0.0
+    """Of ``read_units``, what strongly consistent reads billed (twice what eventually consistent ones
+    bill)."""
     index_writes: dict[str, int] = field(default_factory=dict)
     """Index entries put, changed or deleted (each billed by its size in ``write_units``)."""
     transactional_items: int = 0
+    transactional_write_units: float = 0.0
+    """Of ``write_units``, what transactions billed (twice what the same writes bill alone)."""
     standard_writes: int = 0
     by_call: dict[str, dict[str, float]] = field(default_factory=dict)
     """Units by the call that billed them (``function operation``): ``write_units``, ``read_units``."""
@@ -132,8 +137,10 @@ class Usage:
         self.write_units[where] = self.write_units.get(where, 0.0) + units
         self._add_to_call("write_units", units)
 
-    def add_read(self, where: str, units: float) -> None:
+    def add_read(self, where: str, units: float, *, consistent: bool) -> None:
         self.read_units[where] = self.read_units.get(where, 0.0) + units
+        if consistent:
+            self.consistent_read_units += units
         self._add_to_call("read_units", units)
 
     def _add_to_call(self, kind: str, units: float) -> None:
@@ -232,6 +239,7 @@ class CapacityMeter:
         if transactional:
             self.usage.transactional_items += 1
             units *= 2
+            self.usage.transactional_write_units += units
         else:
             self.usage.standard_writes += 1
         self.usage.add_write(table.name, units)
@@ -266,7 +274,9 @@ class CapacityMeter:
         if item is not None and _projected(params):
             item = self._get(self.tables[params["TableName"]], params["Key"])
         consistent = bool(params.get("ConsistentRead"))
-        self.usage.add_read(params["TableName"], read_units(item_size(item), consistent=consistent))
+        self.usage.add_read(
+            params["TableName"], read_units(item_size(item), consistent=consistent), consistent=consistent
+        )
         return response
 
     def _BatchGetItem(self, params: dict[str, Any], proceed: Proceed) -> Any:
@@ -282,7 +292,7 @@ class CapacityMeter:
             missing = asked - len(items)  # a key not found still bills the minimum
             units = sum(read_units(item_size(item), consistent=consistent) for item in items)
             units += missing * read_units(0, consistent=consistent)
-            self.usage.add_read(name, units)
+            self.usage.add_read(name, units, consistent=consistent)
         return response
 
     def _TransactGetItems(self, params: dict[str, Any], proceed: Proceed) -> Any:
@@ -290,14 +300,15 @@ class CapacityMeter:
         for request, got in zip(params["TransactItems"], response.get("Responses", []), strict=False):
             size = item_size(got.get("Item"))
             units = read_units(size, consistent=True, transactional=True)
-            self.usage.add_read(request["Get"]["TableName"], units)
+            self.usage.add_read(request["Get"]["TableName"], units, consistent=False)
         return response
 
     def _Query(self, params: dict[str, Any], proceed: Proceed) -> Any:
         response = proceed(params)
         size = sum(item_size(item) for item in response.get("Items", []))
         where = params["TableName"] + (f"/{params['IndexName']}" if "IndexName" in params else "")
-        self.usage.add_read(where, read_units(size, consistent=bool(params.get("ConsistentRead"))))
+        consistent = bool(params.get("ConsistentRead"))
+        self.usage.add_read(where, read_units(size, consistent=consistent), consistent=consistent)
         return response
 
     _Scan = _Query

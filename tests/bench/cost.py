@@ -12,6 +12,10 @@
   ``TableBillingMode=PROVISIONED``: the same units, billed as capacity-hours at
   ``provisioned_utilisation`` (auto scaling's target); its minimum capacity, billed while idle, is
   ``idle_monthly_usd.provisioned_minimum_capacity`` (not in that section's ``total``, the default's);
+* ``floor``: the same run with DynamoDB billed as if no write were in a transaction
+  (``standard_writes``), and as if also every strongly consistent read were eventually consistent
+  (``standard_writes_eventual_reads``): the most a store layout that writes and reads the same items
+  could save by using transactions or consistent reads otherwise (``dynamodb_floors``);
 * ``alternatives_usd``: Step Functions Standard and Express and Lambda durable functions per million
   steps, with ``alternatives_limits`` (what each cannot do);
 * ``per_step``: the measured figures behind it (DynamoDB write and read units, index writes, modelled
@@ -58,7 +62,7 @@ from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from intentbus_local.lambda_runtime import Invocation, LambdaRuntime
 from tests.bench import idle, prices
-from tests.bench.capacity import CapacityMeter, item_size
+from tests.bench.capacity import CapacityMeter, Usage, item_size
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = {
@@ -334,6 +338,10 @@ def measure_cost() -> dict[str, object]:
     }
     by_service_per_million = {name: round(v / steps * 1e6, 2) for name, v in at_load.items()}
     total = sum(at_load.values()) / steps * 1e6
+    floors = {
+        name: total - (at_load["dynamodb"] - dynamodb) / steps * 1e6
+        for name, dynamodb in dynamodb_floors(usage).items()
+    }
     total_provisioned = sum(provisioned.values()) / steps * 1e6
     one_by_one = sum(by_service.values()) / steps * 1e6
     alternatives = _alternatives(per_step, memory_mb)
@@ -345,6 +353,13 @@ def measure_cost() -> dict[str, object]:
             total_provisioned / alternatives["step_functions_standard"], 3
         ),
         "dynamodb_usd_provisioned": round(provisioned["dynamodb"] / steps * 1e6, 2),
+        "floor": {
+            name: {
+                "per_million_steps_usd": round(value, 2),
+                "ratio_sfn_standard": round(value / alternatives["step_functions_standard"], 3),
+            }
+            for name, value in floors.items()
+        },
         "provisioned_utilisation": PROVISIONED_UTILISATION,
         "per_million_steps_usd_at_a_trickle": round(one_by_one, 2),
         "ratio_sfn_standard_at_a_trickle": round(one_by_one / alternatives["step_functions_standard"], 3),
@@ -375,6 +390,20 @@ def measure_cost() -> dict[str, object]:
         "idle_monthly_usd": idle.idle_monthly(ROOT / "template.yaml"),
         "storage_gb_per_million_steps": round(stored / steps * 1e6 / 1e9, 2),
         "lambda_memory_mb": memory_mb,
+    }
+
+
+def dynamodb_floors(usage: Usage) -> dict[str, float]:
+    """On-demand DynamoDB for the same items and calls, billed as if no write were in a transaction
+    (``standard_writes``), and as if also no read were strongly consistent
+    (``standard_writes_eventual_reads``): what a store layout could save at most by using
+    transactions or consistent reads otherwise while writing and reading the same items."""
+    writes = usage.table_write_units + usage.index_write_units - usage.transactional_write_units / 2
+    reads = usage.total_read_units
+    return {
+        "standard_writes": writes * prices.DYNAMODB_PER_WRITE_UNIT + reads * prices.DYNAMODB_PER_READ_UNIT,
+        "standard_writes_eventual_reads": writes * prices.DYNAMODB_PER_WRITE_UNIT
+        + (reads - usage.consistent_read_units / 2) * prices.DYNAMODB_PER_READ_UNIT,
     }
 
 

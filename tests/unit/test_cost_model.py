@@ -11,7 +11,7 @@ import pytest
 from intentbus_faults.calls import Call
 from tests.bench import prices
 from tests.bench.capacity import CapacityMeter, item_size, read_units, write_units
-from tests.bench.cost import PROVISIONED_UTILISATION, provisioned_dynamodb_usd
+from tests.bench.cost import PROVISIONED_UTILISATION, dynamodb_floors, provisioned_dynamodb_usd
 from tests.bench.idle import idle_monthly
 
 TABLE = {
@@ -89,6 +89,7 @@ def test_a_transaction_bills_two_units_per_kilobyte_per_item() -> None:
     meter(Call("f", "dynamodb", "TransactWriteItems", {"TransactItems": actions}), commit)
     assert meter.usage.write_units == {"t": 2 * 2 + 2 * 1}
     assert meter.usage.transactional_items == 2
+    assert meter.usage.transactional_write_units == 2 * 2 + 2 * 1
 
 
 def test_a_read_with_a_projection_bills_the_whole_items_size_and_a_missing_key_the_minimum() -> None:
@@ -107,6 +108,27 @@ def test_a_read_with_a_projection_bills_the_whole_items_size_and_a_missing_key_t
     single = {"TableName": "t", "Key": keys[0], "ProjectionExpression": "sk"}
     meter(Call("f", "dynamodb", "GetItem", single), lambda params: {"Item": {"sk": big["sk"]}})
     assert meter.usage.read_units == {"t": 3 + 1}  # eventually consistent: 0.5 per 4 KB
+    assert meter.usage.consistent_read_units == 3
+
+
+def test_the_floor_bills_each_transactional_write_once_and_each_consistent_read_half() -> None:
+    table = FakeTable()
+    meter = CapacityMeter(table.raw, ["t"])
+    put(meter, table, {"pk": s("a"), "sk": s("0"), "b": s("x" * 1100)})  # 2 units, standard
+    actions = [{"Put": {"TableName": "t", "Item": {"pk": s("a"), "sk": s("1")}}}]
+    transaction = {"TransactItems": actions}
+    meter(Call("f", "dynamodb", "TransactWriteItems", transaction), lambda p: table.put(actions[0]["Put"]))
+    key = {"pk": s("a"), "sk": s("1")}
+    consistent = {"TableName": "t", "Key": key, "ConsistentRead": True}
+    meter(Call("f", "dynamodb", "GetItem", consistent), lambda params: {"Item": key})
+    meter(Call("f", "dynamodb", "GetItem", {"TableName": "t", "Key": key}), lambda params: {"Item": key})
+    usage = meter.usage
+    assert usage.table_write_units == 2 + 2
+    assert usage.total_read_units == 1 + 0.5
+    floors = dynamodb_floors(usage)
+    write, read = prices.DYNAMODB_PER_WRITE_UNIT, prices.DYNAMODB_PER_READ_UNIT
+    assert floors["standard_writes"] == pytest.approx((2 + 1) * write + 1.5 * read)
+    assert floors["standard_writes_eventual_reads"] == pytest.approx((2 + 1) * write + 1.0 * read)
 
 
 def test_idle_costs_are_read_from_the_template() -> None:
