@@ -115,3 +115,23 @@ def test_the_journal_counts_are_the_ones_a_get_item_reads(
     for seed in range(2026, 2034):
         harness.run(generate(seed, drive=harness.drive))
     assert any(checked)  # some reservations were applied, and their counts compared
+
+
+def test_a_schedules_archived_facts_are_dropped_with_its_items(
+    harness: FaultHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.events.models import events_backends
+
+    region = harness.cloud.clients.events().meta.region_name
+    archives = events_backends[harness.cloud.topology.account_id][region].archives
+    held: list[int] = []
+    clear = harness._clear_archives
+
+    def counted_then_cleared() -> None:
+        held.append(sum(len(archive.events) for archive in archives.values()))
+        clear()
+
+    monkeypatch.setattr(harness, "_clear_archives", counted_then_cleared)
+    harness.run(generate(2026, drive=harness.drive))
+    assert held[0] > 0  # the pipeline archive kept the schedule's facts while it ran
+    assert all(not archive.events for archive in archives.values())
