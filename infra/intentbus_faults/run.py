@@ -106,6 +106,9 @@ class Outcome:
     results: list[ScheduleResult] = field(default_factory=list)
     """The full results, when the schedules ran in this process."""
     wall_seconds: float = 0.0
+    start_seconds: float | None = None
+    """Of ``wall_seconds``, the parent's start of the local cloud its forked workers copy, before any
+    schedule ran (None where each worker starts its own)."""
     workers: int = 1
     unfinished: list[int] = field(default_factory=list)
     """Seeds whose worker process died before reporting them (e.g. killed for memory)."""
@@ -148,9 +151,11 @@ class Outcome:
 
     def summary(self, *, max_listed: int = 50) -> str:
         violations, notes = self.violations, self.notes
+        started = "" if self.start_seconds is None else f", {self.start_seconds:.1f} s of it starting"
         lines = [
             f"schedules run: {len(self.tallies)} in {self.wall_seconds:.1f} s with {self.workers} worker(s) "
-            f"({self.per_second:.2f} schedules/s, {sum(t.invocations for t in self.tallies)} invocations)",
+            f"({self.per_second:.2f} schedules/s{started}, "
+            f"{sum(t.invocations for t in self.tallies)} invocations)",
             "faults injected by kind: "
             + (", ".join(f"{kind} {n}" for kind, n in sorted(self.faults.items())) or "none")
             + f" (total {sum(self.faults.values())})",
@@ -201,6 +206,7 @@ class Outcome:
             "schedules": len(self.tallies),
             "workers": self.workers,
             "wall_seconds": self.wall_seconds,
+            "start_seconds": self.start_seconds,
             "faults": dict(self.faults),
             "statuses": dict(self.statuses),
             "forged": dict(self.forged),
@@ -271,6 +277,8 @@ def run_parallel(
     spawned = start_worker or functools.partial(_start_worker_harness, target)
     initializer = _adopt_prepared_harness if forked else spawned
     with _prepared_for_fork(target) if forked else contextlib.nullcontext():
+        if forked:
+            outcome.start_seconds = time.monotonic() - started
         # A fresh pool per generation rather than max_tasks_per_child, which can deadlock on 3.11.
         for first in range(0, len(seeds), generation):
             in_generation = seeds[first : first + generation]

@@ -68,6 +68,10 @@ def test_workers_forked_from_the_parent_s_cloud_run_the_schedules_as_one_process
     assert [t.statuses for t in forked.tallies] == [t.statuses for t in alone.tallies]
     assert [t.injected for t in forked.tallies] == [t.injected for t in alone.tallies]
     assert runner._prepared == [], "the parent's cloud outlived the run"
+    assert forked.start_seconds is not None
+    assert 0 < forked.start_seconds < forked.wall_seconds  # the parent's start is part of the run's time
+    assert forked.to_json()["start_seconds"] == forked.start_seconds
+    assert f"{forked.start_seconds:.1f} s of it starting" in forked.summary()
 
 
 def _stop_like_the_command(signum: int, frame: object) -> None:
