@@ -22,7 +22,7 @@ from intentbus.extensions import ExtensionProblem, check_extensions
 from intentbus.facts import PIPELINE_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
-from intentbus.model_shortcuts import json_values, plain_model, validated
+from intentbus.model_shortcuts import dumped_json, model_validated, validated
 from intentbus.registry import TypeRegistry, TypeSpec, UnknownType
 
 if TYPE_CHECKING:
@@ -270,13 +270,11 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope) from None
     _check_payload_size(envelope.payload)  # before the model reads it: no work on what cannot travel
-    model = spec.model
-    plain = plain_model(model)
     try:
-        payload = validated(model, envelope.payload) if plain else model.model_validate(envelope.payload)
+        payload = model_validated(spec.model, envelope.payload)
     except ValidationError as error:
         raise _refused_payload(error, spec, data) from None
-    update: dict[str, Any] = {"payload": json_values(payload) if plain else payload.model_dump(mode="json")}
+    update: dict[str, Any] = {"payload": dumped_json(payload)}
     _check_payload_size(update["payload"])  # as it travels, with the model's defaults filled in
     if spec.kind is Kind.COMMAND and envelope.idempotency_key is None:
         update["idempotency_key"] = idempotency_key(envelope.run_id, envelope.step_index, update["payload"])

@@ -34,6 +34,12 @@ def json_values(model: BaseModel, *, exclude: set[str] | None = None) -> dict[st
     return values
 
 
+def dumped_json(model: BaseModel) -> dict[str, Any]:
+    """``model.model_dump(mode="json")`` as the model dumps itself: by its serializer directly when its
+    class is ``plain_model``, else by the method a workflow's model overrides."""
+    return json_values(model) if plain_model(type(model)) else model.model_dump(mode="json")
+
+
 def json_text_of(model: BaseModel, *, exclude: set[str] | None = None) -> str:
     """``model.model_dump_json(exclude=exclude)``, from the model's serializer itself (the method passes
     every one of its defaults on by keyword: ~7 k instructions a call)."""
@@ -52,6 +58,12 @@ def validated(model: "type[_Model]", value: Any) -> "_Model":
     Only for the pipeline's own models: a workflow's model may define its own ``model_validate``."""
     made: _Model = model.__pydantic_validator__.validate_python(value)
     return made
+
+
+def model_validated(model: "type[_Model]", value: Any) -> "_Model":
+    """``model.model_validate(value)`` as the model validates: by its validator directly when it is
+    ``plain_model``, else by the method a workflow's model overrides."""
+    return validated(model, value) if plain_model(model) else model.model_validate(value)
 
 
 def validated_json(model: "type[_Model]", text: str | bytes) -> "_Model":

@@ -35,7 +35,7 @@ from intentbus.limits import (
     MAX_RATIONALE_CHARS,
     json_bytes,
 )
-from intentbus.model_shortcuts import json_values, plain_model, validated
+from intentbus.model_shortcuts import dumped_json, model_validated
 from intentbus.ports import SnapshotRequest, WorkflowStore
 from intentbus.registry import Payload
 from intentbus.stages.common import (
@@ -415,7 +415,7 @@ class DecideStage(BatchReadingStage):
             is_new=turn.is_new,
         )
         decision_id = derive_id(turn.accepted.id, "decision")
-        dumped = json_values(decision) if plain_model(type(decision)) else decision.model_dump(mode="json")
+        dumped = dumped_json(decision)
         outputs = tuple(
             turn.output(
                 facts.COMMAND_PROPOSED,
@@ -637,11 +637,7 @@ def _canonical(workflow: Workflow, proposed: ProposedCommand) -> dict[str, Any]:
         )
     model = spec.model
     try:
-        if not plain_model(model):
-            return model.model_validate(proposed.payload).model_dump(mode="json")
-        # What ``model_validate`` and ``model_dump(mode="json")`` call, called directly: their own work
-        # was ~9 k of this function's ~31 k instructions (callgrind, the incident's proposals).
-        return json_values(validated(model, proposed.payload))
+        return dumped_json(model_validated(model, proposed.payload))
     except ValidationError as error:
         raise MalformedInput.from_validation(error, model, prefix=f"decision.{proposed.type}.") from None
 
