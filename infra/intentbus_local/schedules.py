@@ -72,15 +72,13 @@ class Schedules:
 
     def due(self, now: float) -> list[str]:
         """The logical ids of the functions ``fire_due(now)`` would invoke, in its order."""
-        return [entry.function for entry in self.entries if entry.next_at <= now]
+        return [entry.function for entry in self._due(now)]
 
     def fire_due(self, now: float) -> list[str]:
         """Fires each schedule whose time came, once (as EventBridge does after a pause); returns the
         logical ids of the functions it invoked."""
         fired: list[str] = []
-        for entry in self.entries:
-            if entry.next_at > now:
-                continue
+        for entry in self._due(now):
             arn = f"arn:aws:events:{self.region}:{self.account_id}:rule/{entry.rule}"
             self.invoke(
                 entry.function, scheduled_event(arn, now=now, region=self.region, account_id=self.account_id)
@@ -93,11 +91,14 @@ class Schedules:
         """Moves each schedule whose time came on as ``fire_due`` does, without invoking its function:
         for a caller that knows the invocation would find nothing to do. Returns the functions passed."""
         passed: list[str] = []
-        for entry in self.entries:
-            if entry.next_at <= now:
-                _move_on(entry, now)
-                passed.append(entry.function)
+        for entry in self._due(now):
+            _move_on(entry, now)
+            passed.append(entry.function)
         return passed
+
+    def _due(self, now: float) -> list[Schedule]:
+        """The schedules whose time came, listed before any is moved on."""
+        return [entry for entry in self.entries if entry.next_at <= now]
 
 
 def _move_on(entry: Schedule, now: float) -> None:
