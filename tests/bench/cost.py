@@ -440,7 +440,8 @@ def _alternatives(per_step: Mapping[str, float], memory_mb: int) -> dict[str, fl
     lambda_requests = per_step["lambda_invocations"] * prices.LAMBDA_PER_REQUEST
     gb_seconds = per_step["lambda_ms_modelled"] / 1000 * memory_mb / 1024
     lambda_duration = gb_seconds * prices.LAMBDA_ARM64_PER_GB_SECOND
-    standard = SFN_TRANSITIONS_PER_STEP * prices.SFN_STANDARD_PER_TRANSITION + lambda_requests
+    # Each of its five states a task invoking one Lambda function, whatever intentbus's own count.
+    standard = SFN_TRANSITIONS_PER_STEP * (prices.SFN_STANDARD_PER_TRANSITION + prices.LAMBDA_PER_REQUEST)
     express_seconds = math.ceil(per_step["lambda_ms_modelled"] / 100) / 10
     express = (
         per_step["traces"] * prices.SFN_EXPRESS_PER_REQUEST

@@ -11,7 +11,12 @@ import pytest
 from intentbus_faults.calls import Call
 from tests.bench import prices
 from tests.bench.capacity import CapacityMeter, item_size, read_units, write_units
-from tests.bench.cost import PROVISIONED_UTILISATION, dynamodb_floors, provisioned_dynamodb_usd
+from tests.bench.cost import (
+    PROVISIONED_UTILISATION,
+    _alternatives,
+    dynamodb_floors,
+    provisioned_dynamodb_usd,
+)
 from tests.bench.idle import idle_monthly
 
 TABLE = {
@@ -156,3 +161,19 @@ def test_the_provisioned_minimum_capacity_is_priced_per_scaled_table_and_index()
     assert idle["provisioned_minimum_capacity"] == round(5 * per_target, 2)
     parts = ("alarms", "dashboards", "kms_keys", "scheduled_functions", "idle_sqs_polls")
     assert idle["total"] < sum(idle[part] for part in parts) + idle["provisioned_minimum_capacity"]
+
+
+@pytest.mark.parametrize("invocations", [4.5, 5.5])
+def test_step_functions_standard_is_five_task_states_a_step_whatever_intentbus_invokes(
+    invocations: float,
+) -> None:
+    """The baseline runs the same five stages as states, each invoking one function: fewer intentbus
+    invocations a step make intentbus cheaper, never the baseline."""
+    per_step = {
+        "lambda_invocations": invocations,
+        "lambda_ms_modelled": 200.0,
+        "traces": 0.25,
+        "put_events_entries": invocations,
+    }
+    standard = _alternatives(per_step, 512)["step_functions_standard"]
+    assert standard == pytest.approx(5 * 25.0 + 5 * 0.20)
