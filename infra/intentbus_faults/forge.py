@@ -12,9 +12,11 @@ allows (schedule.FORGERIES):
   unchanged but never authorized; a CommandFailed / CommandExecuted for a command waiting for
   approval; an EventAccepted validate never recorded (a new run, or an existing one); a CommandProposed
   carrying a direct command validate never recorded, or a decide proposal with its payload changed;
-* on the ingress (``put_events``' default bus, the producers' door): a domain event (source
-  ``intentbus.workflow``) record never published, for an existing run; a pipeline fact claiming the
-  pipeline's source (as the bus event's source, or only in the envelope).
+  a domain event (source ``intentbus.workflow``) record never published, for an existing run (decide's
+  to check);
+* on the ingress (``put_events``' default bus, the producers' door): such a domain event (validate's
+  to check); a pipeline fact claiming the pipeline's source (as the bus event's source, or only in the
+  envelope).
 
 Every forged message is remembered (``Forged``, with its bus event id) so the checker can say where
 it ended (invariant (i)) and that no effect came of it (invariant (h)).
@@ -45,6 +47,7 @@ from intentbus_faults.schedule import (
     AUTHORIZED_UNRECORDED,
     DIRECT,
     DOMAIN_ON_INGRESS,
+    DOMAIN_ON_PIPELINE,
     FANOUT,
     INCIDENT,
     OUTCOME_UNAUTHORIZED,
@@ -448,6 +451,14 @@ def _proposed_altered(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
 
 
 def _domain_on_ingress(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
+    return _domain_event(forger, seen, INGRESS)
+
+
+def _domain_on_pipeline(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
+    return _domain_event(forger, seen, PIPELINE_BUS)
+
+
+def _domain_event(forger: Forger, seen: list[SeenRun], door: str) -> _Draft | None:
     """A domain event for an existing run: one record published, re-issued; else a run's input event
     passed off as a workflow's."""
     live = [run for run in seen if run.state is not None]
@@ -473,7 +484,7 @@ def _domain_on_ingress(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
     return _Draft(
         event,
         facts.WORKFLOW_SOURCE,
-        INGRESS,
+        door,
         f"{event.type} {event.id} for {run.ref.tenant_id}/{run.ref.run_id}: {what}",
     )
 
@@ -517,5 +528,6 @@ _BUILDERS: dict[str, _Builder] = {
     PROPOSED_DIRECT: _proposed_direct,
     PROPOSED_ALTERED: _proposed_altered,
     DOMAIN_ON_INGRESS: _domain_on_ingress,
+    DOMAIN_ON_PIPELINE: _domain_on_pipeline,
     PIPELINE_ON_INGRESS: _pipeline_on_ingress,
 }

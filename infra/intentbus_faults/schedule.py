@@ -63,6 +63,9 @@ PROPOSED_ALTERED = "proposed-altered"
 """CommandProposed for a real pending command of decide's, its payload changed."""
 DOMAIN_ON_INGRESS = "domain-on-ingress"
 """A domain event (source intentbus.workflow) record never published, sent to the ingress."""
+DOMAIN_ON_PIPELINE = "domain-on-pipeline"
+"""A domain event record never published, put on the pipeline bus (an attacker past IAM): it goes
+straight to decide."""
 PIPELINE_ON_INGRESS = "pipeline-on-ingress"
 """A pipeline fact sent to the ingress claiming the pipeline's source."""
 FORGERIES: tuple[str, ...] = (
@@ -75,6 +78,7 @@ FORGERIES: tuple[str, ...] = (
     PROPOSED_DIRECT,
     PROPOSED_ALTERED,
     DOMAIN_ON_INGRESS,
+    DOMAIN_ON_PIPELINE,
     PIPELINE_ON_INGRESS,
 )
 

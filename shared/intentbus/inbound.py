@@ -257,7 +257,7 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
     # Derived from the input's identity (tenant, source, id): two tenants or two sources sending the
     # same id start two runs.
     identity = input_identity(str(tenant_id), str(source), event_id)
-    # Derived only when absent (an outcome event re-entering carries both): a derived id costs ~8k.
+    # Derived only when absent (an outcome event record published carries both): a derived id costs ~8k.
     if "run_id" not in fields:
         fields["run_id"] = f"run_{derive_id('run', identity).replace('-', '')[:20]}"
     run_id = fields["run_id"]

@@ -82,8 +82,9 @@ def test_the_incident_runs_to_recovery_on_the_built_artifacts(built: Path, tmp_p
         store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
         (run,) = store.runs(str(event["tenant_id"]))
         assert run.status is Status.COMPLETED
-        validated = [e.input_type for e in store.entries(run.tenant_id, run.run_id) if e.stage == "validate"]
-        assert validated[-1] == "RecoveryCompleted"
+        entries = store.entries(run.tenant_id, run.run_id)
+        assert [e.input_type for e in entries if e.stage == "validate"] == ["ServiceLatencyIncreased"]
+        assert [e.input_type for e in entries if e.stage == "decide"][-1] == "RecoveryCompleted"
 
         runtime = cloud.runtime
         assert isinstance(runtime, BuiltRuntime)

@@ -10,7 +10,8 @@ from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
 from tests.botocore_calls import CallLog, recording
 
-STEP = ["validate", "decide", "authorize", "record"]
+STEP = ["decide", "authorize", "record"]
+"""A step's entries; a workflow's outcome event goes from record straight to decide."""
 
 
 def emit(cloud: LocalCloud, envelope: dict[str, object]) -> None:
@@ -42,8 +43,9 @@ def test_incident_runs_to_recovery_with_one_scale_action(
     assert run.status is Status.COMPLETED
     assert run.steps_taken == 4
     entries = store.entries(run.tenant_id, run.run_id)
-    assert [entry.stage for entry in entries] == STEP * 4 + ["validate", "decide"]
-    assert [entry.input_type for entry in entries if entry.stage == "validate"] == [
+    assert [entry.stage for entry in entries] == ["validate", *STEP * 4, "decide"]
+    assert [entry.input_type for entry in entries if entry.stage == "validate"] == ["ServiceLatencyIncreased"]
+    assert [entry.input_type for entry in entries if entry.stage == "decide"] == [
         "ServiceLatencyIncreased",
         "DiagnosisRequested",
         "DependencyFailureSuspected",

@@ -21,9 +21,10 @@ from tests.e2e.targets import target_args
 pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")  # moto's CloudFormation
 
 TENANT = "org_enterprise_alpha"
-STEP = ["validate", "decide", "authorize", "execute", "record"]
-# Four steps, the last one waiting for a person; then the final event is validated and decided on.
-STAGES = [*STEP * 3, "validate", "decide", "authorize", "approval", "execute", "record", "validate", "decide"]
+STEP = ["decide", "authorize", "execute", "record"]
+# The alert validated, four steps (the last one waiting for a person), then the final event decided on:
+# a workflow's outcome event goes from record straight to decide.
+STAGES = ["validate", *STEP * 3, "decide", "authorize", "approval", "execute", "record", "decide"]
 KINDS = {
     "validate": "event",
     "decide": "decision",

@@ -728,8 +728,9 @@ def _build_checkpoints() -> dict[str, list[Checkpoint]]:
 
 
 CHECKPOINTS = _build_checkpoints()
-"""decide: 5 EventAccepted (incident); authorize: 4 CommandProposed from decide and 1 sent directly;
-execute: 5 CommandAuthorized; record: 4 CommandExecuted, 1 CommandFailed and 1 CommandDenied."""
+"""decide: 1 EventAccepted and 4 domain events straight from record (incident); authorize: 4
+CommandProposed from decide and 1 sent directly; execute: 5 CommandAuthorized; record: 4 CommandExecuted,
+1 CommandFailed and 1 CommandDenied."""
 
 STAGE_INPUTS = {
     "decide": (facts.EVENT_ACCEPTED,),

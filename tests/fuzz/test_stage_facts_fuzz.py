@@ -53,6 +53,8 @@ OUTCOMES = {
     "record": {Outcome.APPLIED, Outcome.DUPLICATE, Outcome.STALE, Outcome.DENIED, Outcome.QUARANTINED},
 }
 EVENT_PAYLOAD: JsonPath = ("detail", "payload", "event", "payload")
+OUTCOME_PAYLOAD: JsonPath = ("detail", "payload")
+"""A domain event's payload: decide reads it straight from record."""
 COMMAND_PAYLOAD: JsonPath = ("detail", "payload", "command", "payload")
 
 
@@ -136,9 +138,22 @@ def _invalid_for(model: Any, payload: Any) -> bool:
     return False
 
 
+def _event_in(document: dict[str, Any]) -> Any:
+    """The event decide decides on: an EventAccepted's, or the domain event itself (straight from record)."""
+    detail = document["detail"]
+    if not isinstance(detail, dict) or detail.get("source") == facts.WORKFLOW_SOURCE:
+        return detail
+    payload = detail.get("payload")
+    return payload.get("event", {}) if isinstance(payload, dict) else {}
+
+
 def _has_agent(checkpoint: Checkpoint) -> bool:
-    step = CATALOG.step("incident_response", checkpoint.document()["detail"]["payload"]["event"]["type"])
+    step = CATALOG.step("incident_response", _event_in(checkpoint.document())["type"])
     return step is not None and step.agent is not None
+
+
+def _is_outcome(checkpoint: Checkpoint) -> bool:
+    return bool(checkpoint.document()["detail"]["source"] == facts.WORKFLOW_SOURCE)
 
 
 def _mutations_under(
@@ -156,9 +171,14 @@ def _mutations_under(
 
 
 DECIDED_WITH_AGENT = [c for c in CHECKPOINTS["decide"] if _has_agent(c)]
-"""The EventAccepted facts that decide asks an agent about (the last, RecoveryCompleted, has no step)."""
-EVENT_PAYLOAD_MUTATIONS = _mutations_under(DECIDED_WITH_AGENT, EVENT_PAYLOAD)
+"""The events decide asks an agent about: the accepted alert, then the outcomes record published (the
+last, RecoveryCompleted, has no step)."""
+EVENT_PAYLOAD_MUTATIONS = st.one_of(
+    _mutations_under([c for c in DECIDED_WITH_AGENT if not _is_outcome(c)], EVENT_PAYLOAD),
+    _mutations_under([c for c in DECIDED_WITH_AGENT if _is_outcome(c)], OUTCOME_PAYLOAD),
+)
 FIRST_DECIDE = DECIDED_WITH_AGENT[0]
+FIRST_OUTCOME = next(c for c in DECIDED_WITH_AGENT if _is_outcome(c))
 
 
 def _without(checkpoint: Checkpoint, path: JsonPath) -> Mutated:
@@ -176,11 +196,12 @@ def _with(checkpoint: Checkpoint, path: JsonPath, value: Any) -> Mutated:
 @DEFECT
 @given(case=EVENT_PAYLOAD_MUTATIONS)
 @example(case=(FIRST_DECIDE, _without(FIRST_DECIDE, (*EVENT_PAYLOAD, "service"))))
+@example(case=(FIRST_OUTCOME, _with(FIRST_OUTCOME, OUTCOME_PAYLOAD, {})))
 def test_an_accepted_event_whose_payload_does_not_fit_its_type_is_quarantined(
     case: tuple[Checkpoint, Mutated],
 ) -> None:
     checkpoint, change = case
-    event = change.document["detail"].get("payload", {}).get("event", {})
+    event = _event_in(change.document)
     assume(change.deep is None and change.pad is None)
     assume(
         isinstance(event, dict)
@@ -308,7 +329,14 @@ def test_quarantine_fields_name_the_mutated_location(case: tuple[Checkpoint, Mut
 def test_the_seed_facts_cover_every_input_type() -> None:
     seen = {stage: {json.loads(c.body)["detail-type"] for c in cs} for stage, cs in CHECKPOINTS.items()}
     assert seen == {
-        "decide": {facts.EVENT_ACCEPTED},
+        # the alert accepted by validate, then each outcome straight from record
+        "decide": {
+            facts.EVENT_ACCEPTED,
+            "DiagnosisRequested",
+            "DependencyFailureSuspected",
+            "RecoveryProposed",
+            "RecoveryCompleted",
+        },
         "authorize": {facts.COMMAND_PROPOSED},
         "execute": {facts.COMMAND_AUTHORIZED},
         "record": {facts.COMMAND_EXECUTED, facts.COMMAND_FAILED, facts.COMMAND_DENIED},

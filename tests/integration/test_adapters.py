@@ -725,8 +725,7 @@ def test_direct_tool_seed_runs_through_the_real_stages(pipeline: MotoPipeline) -
         ("authorize", "applied"),
         ("execute", "applied"),
         ("record", "applied"),
-        ("validate", "applied"),  # TOOL_EXECUTION_COMPLETED re-enters as a domain event
-        ("decide", "applied"),  # no step follows it: recorded, nothing decided
+        ("decide", "applied"),  # TOOL_EXECUTION_COMPLETED, straight from record: no step follows it
     ]
     item = _crm_item("cust_88219")
     assert item is not None

@@ -297,22 +297,18 @@ def test_incident_in_dev_scales_the_service_and_completes(resources: Resources) 
     assert state is not None
     assert state.status is Status.COMPLETED
     assert state.steps_taken == 4
-    # The log: each step is validate, decide, authorize, record (execute's record is the idempotency
-    # table); the final outcome re-enters and is recorded with no step to decide.
-    expected: list[tuple[str, str]] = []
+    # The log: validate accepted the alert; each step is decide, authorize, record (execute's record is
+    # the idempotency table); each outcome goes from record straight to decide, the final one recorded
+    # with no step to decide.
+    expected: list[tuple[str, str]] = [("validate", STEPS[0][0])]
     for event, command in STEPS:
-        expected += [
-            ("validate", event),
-            ("decide", event),
-            ("authorize", command),
-            ("record", "CommandExecuted"),
-        ]
-    expected += [("validate", "RecoveryCompleted"), ("decide", "RecoveryCompleted")]
+        expected += [("decide", event), ("authorize", command), ("record", "CommandExecuted")]
+    expected += [("decide", "RecoveryCompleted")]
     entries = world.pipeline.runtime.store.entries(TENANT, run_id)
     assert [(entry.stage, entry.input_type) for entry in entries] == expected
     assert [hop.stage for hop in hops] == [
-        *(["validate", "decide", "authorize", "execute", "record"] * 4),
         "validate",
+        *(["decide", "authorize", "execute", "record"] * 4),
         "decide",
     ]
     records = world.idempotency_records()

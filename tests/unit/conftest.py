@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 import pytest
+
+from tests.unit import sample_workflow
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +17,11 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture
+def sample_runs_cleared() -> Iterator[None]:
+    """``sample_workflow.RUNS`` (what its tools ran) empty before and after the test."""
+    sample_workflow.RUNS.clear()
+    yield
+    sample_workflow.RUNS.clear()

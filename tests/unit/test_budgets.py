@@ -178,15 +178,12 @@ def test_ping_pong_stops_at_the_depth_limit_paused_for_review_with_its_spend(
 
     entries = pipeline.store.entries(TENANT, RUN)
     assert [(e.stage, e.outcome) for e in entries] == [
-        *[
-            (stage, Outcome.APPLIED)
-            for _ in range(decided)
-            for stage in ("validate", "decide", "authorize", "record")
-        ],
-        ("validate", Outcome.APPLIED),
+        ("validate", Outcome.APPLIED),  # the serve; each outcome goes from record straight to decide
+        *[(stage, Outcome.APPLIED) for _ in range(decided) for stage in ("decide", "authorize", "record")],
         ("decide", Outcome.PAUSED),
     ]
-    assert [e.input_type for e in entries if e.stage == "validate"] == ["Ping", "Pong"] * 3
+    assert [e.input_type for e in entries if e.stage == "validate"] == ["Ping"]
+    assert [e.input_type for e in entries if e.stage == "decide"] == ["Ping", "Pong"] * 3
     pause = entries[-1]
     spend = {
         "depth": decided,
@@ -211,9 +208,9 @@ def test_nothing_more_is_decided_after_the_pause(pipeline: InMemoryPipeline) -> 
     serve(pipeline)
     paused = pipeline.store.states[(TENANT, RUN)]
     calls = list(pingpong_workflow.agent_calls)
-    accepted = [e for e in pipeline.bus.published if e.type == facts.EVENT_ACCEPTED]
+    outcomes = [e for e in pipeline.bus.published if e.source == facts.WORKFLOW_SOURCE]
 
-    again = pipeline.deliver("decide", bus_body(accepted[-1]))  # the paused input, redelivered
+    again = pipeline.deliver("decide", bus_body(outcomes[-1]))  # the paused input, redelivered
     assert again.outcome is Outcome.DUPLICATE
     assert [e.type for e in again.published] == [facts.HUMAN_REVIEW_REQUIRED]
     serve(pipeline)  # the first serve, sent again

@@ -421,7 +421,7 @@ def test_a_swapped_object_is_quarantined_by_the_stage_that_reads_it() -> None:
     assert pipeline.tool_runs["store_note"] == 0
 
 
-def test_a_claim_checked_domain_event_is_resolved_by_validate_and_the_run_completes() -> None:
+def test_a_claim_checked_domain_event_is_resolved_by_decide_and_the_run_completes() -> None:
     pipeline = InMemoryPipeline([large_workflow.workflow], settings={"INTENTBUS_CLAIM_CHECK_BYTES": "8192"})
     pipeline.emit(note(text="t" * 20 * KB, payload={"echo": True}))
     pipeline.run_until_idle()

@@ -32,8 +32,7 @@ Queue = deque[tuple[str, str]]
 
 # Where the run's next fact waits when the deployment changes: (stage, the fact's detail-type).
 IN_FLIGHT = {
-    "validate": "OrderReserved",  # record's domain event, re-entering
-    "decide": facts.EVENT_ACCEPTED,
+    "decide": "OrderReserved",  # record's domain event, straight to decide
     "authorize": facts.COMMAND_PROPOSED,
     "execute": facts.COMMAND_AUTHORIZED,
     "record": facts.COMMAND_EXECUTED,

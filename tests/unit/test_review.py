@@ -11,7 +11,6 @@ from intentbus import facts
 from intentbus.approvals import Approver
 from intentbus.catalog import Catalog
 from intentbus.definition import Workflow
-from intentbus.envelope import Envelope
 from intentbus.journal import Commit, CommitResult, LogEntry, Outcome
 from intentbus.review import ATTEMPT_STAGE, STAGE, Answer, Result, ReviewDesk
 from intentbus.state import BudgetOverride, Status, WorkflowState
@@ -325,14 +324,12 @@ def test_a_resume_racing_another_write_is_not_applied_over_it(paused: InMemoryPi
 def test_only_the_resumed_input_is_decided_at_the_resumed_step(paused: InMemoryPipeline) -> None:
     result = resume(paused, BudgetOverride(max_depth=LIMIT + 2), follow=False)
     pause = entries(paused, "decide")[-1]
-    original = next(
-        e for e in paused.bus.published if e.type == facts.EVENT_ACCEPTED and e.id == pause.input_id
-    )
+    original = next(e for e in paused.bus.published if e.id == pause.input_id)
+    assert original.source == facts.WORKFLOW_SOURCE, "the paused input: an outcome straight from record"
     assert paused.deliver("decide", bus_body(original)).outcome is Outcome.DUPLICATE
     forged = original.model_copy(update={"id": "accepted-elsewhere"})  # recorded by no stage
     assert paused.deliver("decide", bus_body(forged)).forged
-    event = Envelope.model_validate(original.payload["event"])
-    another = event.model_copy(update={"id": "evt-another", "source": "arcade.example"})
+    another = original.model_copy(update={"id": "evt-another", "source": "arcade.example"})
     accepted = paused.deliver(
         "validate", raw_body(another.to_json_dict(), detail_type=another.type, source="arcade.example")
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -40,11 +40,7 @@ def order(order_id: str = "o-1", amount: Any = 3, **extra: Any) -> dict[str, Any
     }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_runs() -> Iterator[None]:
-    sample_workflow.RUNS.clear()
-    yield
-    sample_workflow.RUNS.clear()
+pytestmark = pytest.mark.usefixtures("sample_runs_cleared")
 
 
 @pytest.fixture

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 PIPELINE_SOURCE = "intentbus.pipeline"
 """Source of stage facts; the inbound rule sends everything else to validate."""
 WORKFLOW_SOURCE = "intentbus.workflow"
-"""Source of the domain events a workflow publishes; they re-enter through validate."""
+"""Source of the domain events a workflow publishes (record); decide takes them straight from the pipeline
+bus, record's entry their proof."""
 
 EVENT_ACCEPTED = "EventAccepted"
 COMMAND_PROPOSED = "CommandProposed"

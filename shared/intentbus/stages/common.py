@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from intentbus.batch_reads import BatchReads
+from intentbus.bus_event import EventBridgeModel
 from intentbus.catalog import Catalog
 from intentbus.claims import ClaimStore, check_out
 from intentbus.envelope import Envelope, Kind
@@ -193,16 +194,18 @@ def read_fact(body: str, models: dict[str, type[FactT]], claims: ClaimStore | No
     """Parse a pipeline fact delivered from the bus; anything else is malformed.
 
     A claim-checked payload is fetched from ``claims`` and verified first (``intentbus.claims``)."""
-    bus_event = parse_bus_event(body)
+    return fact_of(parse_bus_event(body), models, claims)
+
+
+def fact_of(
+    bus_event: EventBridgeModel, models: dict[str, type[FactT]], claims: ClaimStore | None = None
+) -> Fact[FactT]:
+    """``read_fact`` of a parsed bus event."""
     if bus_event.detail_type not in models:
         raise MalformedInput(
             f"detail-type {bus_event.detail_type!r} is not one of {sorted(models)}", field="detail-type"
         )
-    try:
-        envelope = validated(Envelope, bus_event.detail)
-    except ValidationError as error:
-        raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
-    envelope = check_out(envelope, claims)
+    envelope = detail_envelope(bus_event, claims)
     model = models[bus_event.detail_type]
     try:
         payload = validated(model, envelope.payload)
@@ -214,6 +217,16 @@ def read_fact(body: str, models: dict[str, type[FactT]], claims: ClaimStore | No
             field="type",
         )
     return Fact(envelope=envelope, payload=payload)
+
+
+def detail_envelope(bus_event: EventBridgeModel, claims: ClaimStore | None = None) -> Envelope:
+    """The envelope a stage published as the bus event's detail, its claim-checked payload fetched from
+    ``claims`` and verified (``intentbus.claims``); with no ``claims``, a claim-checked one raises."""
+    try:
+        envelope = validated(Envelope, bus_event.detail)
+    except ValidationError as error:
+        raise MalformedInput.from_validation(error, Envelope, prefix="detail.") from None
+    return check_out(envelope, claims)
 
 
 def pipeline_fact(

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from intentbus import budgets, facts, span_notes
+from intentbus.claims import ClaimStore
 from intentbus.definition import (
     Agent,
     Decision,
@@ -27,6 +28,7 @@ from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.frozen import Frozen, frozen_dataclass
 from intentbus.ids import derive_id, digest, idempotency_key, input_identity
+from intentbus.inbound import parse_bus_event
 from intentbus.journal import Commit, LogEntry, Outcome
 from intentbus.limits import (
     MAX_DECISION_BYTES,
@@ -45,10 +47,11 @@ from intentbus.stages.common import (
     StageDeps,
     StageResult,
     commit_then_publish,
+    detail_envelope,
+    fact_of,
     log_only,
     publish,
     quarantined,
-    read_fact,
     require_recorded,
     retry_on_conflict,
     typed_payload,
@@ -61,6 +64,9 @@ _ACCEPTED = {facts.EVENT_ACCEPTED: facts.EventAccepted}
 _UNRECORDED_DECISIONS_KEPT = 256
 _Proofs = tuple[tuple[str, str], ...]
 """The (stage, input id) entries that may record an accepted event (``_producers``)."""
+_Input = tuple[Envelope, Envelope, _Proofs]
+"""What decide reads off a message (``_read_input``): the fact it consumes, the event to decide on (the
+same envelope for a workflow's outcome event) and the entries that may record the fact."""
 logger = logging.getLogger(__name__)
 
 
@@ -206,10 +212,8 @@ class DecideStage(BatchReadingStage):
 
     def reads(self, body: str) -> SnapshotRequest | None:
         """The accepted event's run and where it is recorded (kept for ``handle`` with the parse)."""
-        fact: Fact[facts.EventAccepted] = read_fact(body, _ACCEPTED)  # claim-checked: raises, read alone
-        accepted, event = fact.envelope, fact.payload.event
-        proofs = _producers(accepted, event)
-        self._parsed[body] = (fact, proofs)
+        accepted, event, proofs = parsed = _read_input(body, None)  # claim-checked: raises, read alone
+        self._parsed[body] = parsed
         if self.models is not None:
             # A model decides in seconds: a read made before the batch's earlier decisions would widen the
             # window in which a concurrent redelivery finds no decision and asks the model again (rule 1).
@@ -217,23 +221,21 @@ class DecideStage(BatchReadingStage):
         return SnapshotRequest(event.tenant_id, event.run_id, STAGE, accepted.id, proofs=proofs)
 
     def handle(self, body: str, message_id: str | None = None) -> StageResult:
-        parsed: tuple[Fact[facts.EventAccepted], _Proofs] | None = self.parsed(body)
+        parsed: _Input | None = self.parsed(body)
         if parsed is None:
             try:
-                fact = read_fact(body, _ACCEPTED, self.deps.claims)
+                parsed = _read_input(body, self.deps.claims)
             except MalformedInput as error:
                 return self.reject(error, body, message_id)
-            producers = _producers(fact.envelope, fact.payload.event)
-        else:
-            fact, producers = parsed
+        accepted, event, producers = parsed
         try:
-            result = self._decided(fact.envelope, fact.payload.event, producers, body, message_id)
+            result = self._decided(accepted, event, producers, body, message_id)
         except BaseException:
             # Nothing recorded: the decision is kept (a bounded few) so the retry does not ask again.
             while len(self._decisions) > _UNRECORDED_DECISIONS_KEPT:
                 self._decisions.pop(next(iter(self._decisions)))
             raise
-        self._decisions.pop(fact.envelope.id, None)
+        self._decisions.pop(accepted.id, None)
         return result
 
     def _decided(
@@ -659,6 +661,34 @@ def _command(
             turn.accepted.run_id, step_index, {"type": proposed.type, "payload": canonical}
         ),
     )
+
+
+def _read_input(body: str, claims: ClaimStore | None) -> _Input:
+    """An EventAccepted (validate's, or a reviewer's resume), or a workflow's outcome event straight from
+    record: its proof is record's entry for the outcome it follows, so validate need not look at it again
+    (a hop, a write and a publish a step fewer)."""
+    bus_event = parse_bus_event(body)
+    if bus_event.source == facts.PIPELINE_SOURCE:
+        fact: Fact[facts.EventAccepted] = fact_of(bus_event, _ACCEPTED, claims)
+        accepted, event = fact.envelope, fact.payload.event
+        return accepted, event, _producers(accepted, event)
+    if bus_event.source != facts.WORKFLOW_SOURCE:
+        raise MalformedInput(
+            f"source {bus_event.source!r} is neither {facts.PIPELINE_SOURCE!r} nor {facts.WORKFLOW_SOURCE!r}",
+            field="source",
+        )
+    outcome = detail_envelope(bus_event, claims)
+    if outcome.type != bus_event.detail_type:
+        raise MalformedInput(
+            f"detail-type {bus_event.detail_type!r} does not match the envelope's type {outcome.type!r}",
+            field="detail-type",
+        )
+    if outcome.source != facts.WORKFLOW_SOURCE:
+        raise MalformedInput(
+            f"the envelope's source {outcome.source!r} is not the bus event's {facts.WORKFLOW_SOURCE!r}",
+            field="detail.source",
+        )
+    return outcome, outcome, (("record", outcome.causation_id or ""),)
 
 
 def _producers(accepted: Envelope, event: Envelope) -> _Proofs:

@@ -158,7 +158,9 @@ class ValidateStage(BatchReadingStage):
         message_id: str | None,
         normalized: tuple[Envelope, MalformedInput | None, SnapshotRequest] | None = None,
     ) -> StageResult:
-        """A workflow's outcome event re-enters here; only the one record published is accepted.
+        """A workflow's outcome event that reached validate: one put on the ingress (a producer may not send
+        that source: refused unless record published it), or one queued here before outcome events went
+        straight to decide. Only the one record published is accepted.
 
         ``normalized``: what ``reads`` made of it (its envelope, why this deployment cannot read it, what
         it reads), when it did.

@@ -19,7 +19,12 @@ ROUTES = {
 
 
 def route(envelope: Envelope) -> str | None:
-    """The stage whose queue a published envelope lands in; ``None`` when no stage consumes it."""
+    """The stage whose queue a published envelope lands in; ``None`` when no stage consumes it.
+
+    A workflow's outcome event (record's, source ``intentbus.workflow``) goes straight to decide; any
+    other source is a producer's, which enters through validate."""
+    if envelope.source == facts.WORKFLOW_SOURCE:
+        return "decide"
     if envelope.source != facts.PIPELINE_SOURCE:
         return "validate"
     return ROUTES.get(envelope.type)
