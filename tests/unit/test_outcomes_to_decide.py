@@ -163,3 +163,31 @@ def test_bus_fields_that_disagree_with_the_envelope_are_quarantined(field: str, 
     state = pipeline.state(TENANT, RUN)
     assert state is not None
     assert state.step_index == 1, "the run waits for its real outcome"
+
+
+@pytest.mark.parametrize("validate_first", [True, False], ids=["old-route-first", "new-route-first"])
+def test_an_outcome_queued_at_validate_across_the_change_is_decided_once(validate_first: bool) -> None:
+    """Across the deploy that moved outcomes to decide: an outcome published before it waits in validate's
+    queue (the old rule), and record's redelivery after it publishes the same outcome again, which goes to
+    decide (the new rule). Validate still accepts the first; whichever reaches decide second is stale."""
+    pipeline = InMemoryPipeline([sample_workflow.workflow])
+    outcome = in_flight(pipeline)
+    (accepted,) = pipeline.deliver("validate", bus_body(outcome)).published
+    assert accepted.type == facts.EVENT_ACCEPTED
+    routes = [("decide", bus_body(accepted)), ("decide", bus_body(outcome))]
+    if not validate_first:
+        routes.reverse()
+
+    first, second = (pipeline.deliver(stage, body) for stage, body in routes)
+
+    assert first.outcome is Outcome.APPLIED
+    assert [envelope.type for envelope in first.published] == [facts.COMMAND_PROPOSED] * 2
+    assert second.outcome is Outcome.STALE
+    assert second.published == ()
+    decided = [entry.step for entry in pipeline.timeline(TENANT, RUN) if entry.stage == "decide"]
+    assert decided == [
+        ("decide", "OrderPlaced", "applied"),
+        ("decide", "OrderReserved", "applied"),
+        ("decide", "OrderReserved", "stale"),
+    ]
+    assert pipeline.quarantined == []
