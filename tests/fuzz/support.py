@@ -731,10 +731,3 @@ CHECKPOINTS = _build_checkpoints()
 """decide: 1 EventAccepted and 4 domain events straight from record (incident); authorize: 4
 CommandProposed from decide and 1 sent directly; execute: 5 CommandAuthorized; record: 4 CommandExecuted,
 1 CommandFailed and 1 CommandDenied."""
-
-STAGE_INPUTS = {
-    "decide": (facts.EVENT_ACCEPTED,),
-    "authorize": (facts.COMMAND_PROPOSED,),
-    "execute": (facts.COMMAND_AUTHORIZED,),
-    "record": (facts.COMMAND_EXECUTED, facts.COMMAND_FAILED, facts.COMMAND_DENIED),
-}
