@@ -33,10 +33,10 @@ message, and a receive and a delete per batch of ``LOAD_BATCH`` (per message at 
 64 KB chunks; X-Ray one trace per run, sampled as Lambda samples by default under load. Under load a
 mapping hands each invocation a batch of ``LOAD_BATCH`` records, so what comes once per invocation is
 shared by that many records: Lambda's request charge, the time of the calls made once a batch
-(``PER_BATCH_CALLS``: the batch's PutEvents; ``BATCH_READ_STAGES``: the snapshot read validate,
-authorize and record make once for a batch of distinct runs) and the log lines that are not a
-record's own (Lambda's START/END/REPORT and the metrics line, which grows by
-``EMF_BYTES_PER_EXTRA_RECORD`` for each record it aggregates); the rest of the billed duration stays
+(``PER_BATCH_CALLS``: the batch's PutEvents; ``BATCH_READ_STAGES``: the snapshot read authorize and
+record (and validate, for an outcome event queued for it) make once for a batch of distinct runs) and
+the log lines that are not a record's own (Lambda's START/END/REPORT and the metrics line, which grows
+by ``EMF_BYTES_PER_EXTRA_RECORD`` for each record it aggregates); the rest of the billed duration stays
 the records' sum. The workflow's own tool calls (ECS, CloudWatch) are left out: any orchestrator makes
 them. A warm-up run first, so imports and first clients (a cold start, once per sandbox) are not
 counted.
