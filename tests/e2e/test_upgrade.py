@@ -1,7 +1,8 @@
 """Runs in flight when this release deploys still complete.
 
-The previous release wrote no authorization items and no ``checks`` on a run's state. Each test stops a
-run midway, rewrites its items as that release left them, and lets this release finish it.
+The previous release wrote no authorization items and no ``checks`` on a run's state, and sent a
+workflow's outcome events to validate. Each test stops a run midway, rewrites its items or queues a
+message as that release left them, and lets this release finish it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from intentbus.adapters.dynamodb_store import AUTH_PREFIX, STATE_SK, DynamoWorkf
 from intentbus.state import Status
 from intentbus_local import seed
 from intentbus_local.cloud import LocalCloud
+from tests.botocore_calls import CallLog, recording
 from tests.e2e.test_trust_boundaries import BINDINGS, SEED_CALL, TENANT, approve, emit, quarantined
 
 
@@ -76,4 +78,35 @@ def test_a_run_waiting_for_approval_before_the_upgrade_completes_when_approved(c
     cloud.run_until_idle(max_invocations=100)
     assert store.state(TENANT, approval.run_id).status is Status.COMPLETED  # type: ignore[union-attr]
     assert seed.desired_count(cloud.clients) == 4
+    assert quarantined(cloud) == []
+
+
+@pytest.mark.parametrize("cloud", ["dev"], indirect=True)
+def test_an_outcome_queued_for_validate_before_the_upgrade_is_decided_once(cloud: LocalCloud) -> None:
+    """The release before sent a workflow's outcome to validate; this one sends it to decide. An outcome
+    in validate's queue when this release deploys is accepted there and decided; the same outcome sent
+    again by record's redelivery, now to decide, is stale: one scale-up, one decision for the step."""
+    store = DynamoWorkflowStore(cloud.topology.tables["WorkflowTable"], cloud.clients.dynamodb())
+    emit(cloud, seed.latency_event())
+    cloud.run_until_idle(max_invocations=20, hold={"RecordFunction"})
+    cloud.run_until_idle(max_invocations=20, hold={"DecideFunction"})  # record published the outcome
+    (outcome,) = cloud.queue_messages("DecideQueue")
+    assert outcome.json()["source"] == "intentbus.workflow"
+    cloud.clients.sqs().send_message(  # where the previous release's rule put it
+        QueueUrl=cloud.topology.queues["ValidateQueue"].url, MessageBody=outcome.body
+    )
+
+    with recording(CallLog()) as log:
+        cloud.run_until_idle(max_invocations=100)
+
+    (run,) = store.runs(TENANT)
+    assert run.status is Status.COMPLETED
+    assert log.count("ecs", "UpdateService") == 1
+    assert seed.desired_count(cloud.clients) == 4
+    entries = store.entries(TENANT, run.run_id)
+    outcome_type = outcome.json()["detail-type"]
+    decided = [e.outcome.value for e in entries if e.stage == "decide" and e.input_type == outcome_type]
+    assert sorted(decided) == ["applied", "stale"], "whichever route came second"
+    validated = [e.input_type for e in entries if e.stage == "validate"]
+    assert validated == ["ServiceLatencyIncreased", outcome_type]
     assert quarantined(cloud) == []
