@@ -31,6 +31,7 @@ from intentbus.claims import (
 from intentbus.envelope import MAX_ID_CHARS, MAX_SCHEMA_URI_CHARS, MAX_TRACESTATE_CHARS, Envelope, Kind
 from intentbus.errors import MalformedInput
 from intentbus.extensions import MAX_EXTENSIONS_BYTES
+from intentbus.journal import Outcome
 from intentbus.limits import (
     DEFAULT_CLAIM_CHECK_BYTES,
     MAX_CLAIM_CHECK_BYTES,
@@ -46,7 +47,8 @@ from intentbus.limits import (
 )
 from intentbus.state import Status
 from intentbus.testing import InMemoryPipeline
-from intentbus.testing.bodies import producer_body
+from intentbus.testing.bodies import bus_body, producer_body
+from intentbus.testing.routing import route
 from tests import large_workflow
 
 TENANT = "acme"
@@ -419,6 +421,32 @@ def test_a_swapped_object_is_quarantined_by_the_stage_that_reads_it() -> None:
     assert quarantined.stage == "decide"
     assert "does not match its digest" in quarantined.reason
     assert pipeline.tool_runs["store_note"] == 0
+
+
+def test_a_swapped_object_behind_an_outcome_is_quarantined_by_decide() -> None:
+    """A workflow's outcome goes from record straight to decide, which resolves its claim check: the
+    attack is the object behind record's outcome swapped in the bucket before decide reads it."""
+    pipeline = InMemoryPipeline([large_workflow.workflow], settings={"INTENTBUS_CLAIM_CHECK_BYTES": "8192"})
+    body = producer_body(note(text="t" * 20 * KB, payload={"echo": True}), detail_type=large_workflow.FILED)
+    pending = list(pipeline.deliver("validate", body).published)
+    while pending[0].source != facts.WORKFLOW_SOURCE:
+        envelope = pending.pop(0)
+        stage = route(envelope)
+        if stage is not None:
+            pending.extend(pipeline.deliver(stage, bus_body(envelope)).published)
+    (stored,) = [envelope for envelope in pipeline.published if envelope.type == large_workflow.STORED]
+    reference = reference_of(stored)  # as the bus carries it
+    assert reference is not None
+    forged = json.loads(pipeline.claims.objects[reference.key])
+    forged["text"] = "something else entirely"
+    pipeline.claims.objects[reference.key] = json.dumps(forged).encode()
+
+    result = pipeline.deliver("decide", bus_body(stored))
+
+    assert result.outcome is Outcome.QUARANTINED
+    (quarantined,) = pipeline.quarantined
+    assert quarantined.stage == "decide"
+    assert "does not match its digest" in quarantined.reason
 
 
 def test_a_claim_checked_domain_event_is_resolved_by_decide_and_the_run_completes() -> None:
