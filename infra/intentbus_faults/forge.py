@@ -25,6 +25,7 @@ it ended (invariant (i)) and that no effect came of it (invariant (h)).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import random
 import uuid
@@ -450,14 +451,6 @@ def _proposed_altered(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
     return _Draft(fact, facts.PIPELINE_SOURCE, PIPELINE_BUS, f"{command.type} {command.id} ({how}): {what}")
 
 
-def _domain_on_ingress(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
-    return _domain_event(forger, seen, INGRESS)
-
-
-def _domain_on_pipeline(forger: Forger, seen: list[SeenRun]) -> _Draft | None:
-    return _domain_event(forger, seen, PIPELINE_BUS)
-
-
 def _domain_event(forger: Forger, seen: list[SeenRun], door: str) -> _Draft | None:
     """A domain event for an existing run: one record published, re-issued; else a run's input event
     passed off as a workflow's."""
@@ -527,7 +520,7 @@ _BUILDERS: dict[str, _Builder] = {
     ACCEPTED_EXISTING_RUN: _accepted_existing_run,
     PROPOSED_DIRECT: _proposed_direct,
     PROPOSED_ALTERED: _proposed_altered,
-    DOMAIN_ON_INGRESS: _domain_on_ingress,
-    DOMAIN_ON_PIPELINE: _domain_on_pipeline,
+    DOMAIN_ON_INGRESS: functools.partial(_domain_event, door=INGRESS),
+    DOMAIN_ON_PIPELINE: functools.partial(_domain_event, door=PIPELINE_BUS),
     PIPELINE_ON_INGRESS: _pipeline_on_ingress,
 }

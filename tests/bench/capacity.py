@@ -300,6 +300,7 @@ class CapacityMeter:
         for request, got in zip(params["TransactItems"], response.get("Responses", []), strict=False):
             size = item_size(got.get("Item"))
             units = read_units(size, consistent=True, transactional=True)
+            # Not among the consistent reads the floor halves: a transactional read has no eventual form.
             self.usage.add_read(request["Get"]["TableName"], units, consistent=False)
         return response
 

@@ -211,12 +211,17 @@ def fact_of(
         payload = validated(model, envelope.payload)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, model, prefix="detail.payload.") from None
+    require_detail_type(bus_event, envelope, field="type")
+    return Fact(envelope=envelope, payload=payload)
+
+
+def require_detail_type(bus_event: EventBridgeModel, envelope: Envelope, *, field: str) -> None:
+    """The bus event's detail-type, which the rule routed it by, must be its envelope's type."""
     if envelope.type != bus_event.detail_type:
         raise MalformedInput(
             f"detail-type {bus_event.detail_type!r} does not match the envelope's type {envelope.type!r}",
-            field="type",
+            field=field,
         )
-    return Fact(envelope=envelope, payload=payload)
 
 
 def detail_envelope(bus_event: EventBridgeModel, claims: ClaimStore | None = None) -> Envelope:

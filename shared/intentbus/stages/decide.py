@@ -52,6 +52,7 @@ from intentbus.stages.common import (
     log_only,
     publish,
     quarantined,
+    require_detail_type,
     require_recorded,
     retry_on_conflict,
     typed_payload,
@@ -678,11 +679,7 @@ def _read_input(body: str, claims: ClaimStore | None) -> _Input:
             field="source",
         )
     outcome = detail_envelope(bus_event, claims)
-    if outcome.type != bus_event.detail_type:
-        raise MalformedInput(
-            f"detail-type {bus_event.detail_type!r} does not match the envelope's type {outcome.type!r}",
-            field="detail-type",
-        )
+    require_detail_type(bus_event, outcome, field="detail-type")
     if outcome.source != facts.WORKFLOW_SOURCE:
         raise MalformedInput(
             f"the envelope's source {outcome.source!r} is not the bus event's {facts.WORKFLOW_SOURCE!r}",
