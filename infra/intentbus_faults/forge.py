@@ -37,6 +37,7 @@ from intentbus import facts
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
+from intentbus.extensions import RUN_ENDED
 from intentbus.journal import LogEntry
 from intentbus.state import WorkflowState
 from intentbus_faults.invariants import INGRESS, PIPELINE_BUS, Forged
@@ -470,7 +471,11 @@ def _domain_event(forger: Forger, seen: list[SeenRun], door: str) -> _Draft | No
     if found is None:
         return None
     run, event = found
-    event = event.model_copy(update={"id": forger.fresh_id("evt-"), "source": facts.WORKFLOW_SOURCE})
+    # Unmarked as a run's last (RUN_ENDED), so that the bus delivers it to decide as any other outcome.
+    extensions = {name: value for name, value in event.extensions.items() if name != RUN_ENDED}
+    event = event.model_copy(
+        update={"id": forger.fresh_id("evt-"), "source": facts.WORKFLOW_SOURCE, "extensions": extensions}
+    )
     what = "re-issued"
     if forger.chance(0.5):
         event, what = forger.altered(event)

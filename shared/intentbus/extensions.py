@@ -59,6 +59,12 @@ extension to carry on."""
 
 Extensions = dict[str, str | int | bool]
 
+RUN_ENDED = "intentbusrunended"
+"""Set (``true``) by record on the outcome event that ends its run: no stage is sent that event (the
+template's ``DecideOutcomeRule`` leaves it out), since no step follows it; subscribers still get it, and
+may read the mark. Only the pipeline sets it: a producer's input that carries it is quarantined (carried
+on to its run's outcomes, it would keep every one of them from decide)."""
+
 
 class ExtensionProblem(IntentbusError, ValueError):
     """Why an envelope cannot carry these extensions, and where (never repeating the input). A
@@ -122,3 +128,14 @@ def _a(value: object) -> str:
         return "null"
     kinds = {dict: "a JSON object", list: "a JSON array", float: "a fractional number"}
     return kinds.get(type(value), f"a {type(value).__name__}")
+
+
+def marked_run_ended(extensions: Mapping[str, str | int | bool]) -> Extensions | None:
+    """``extensions`` with ``RUN_ENDED`` set; ``None`` when that would take them past the bounds (the
+    outcome then goes unmarked, to decide, which records it as it records any outcome no step follows)."""
+    marked: Extensions = {**extensions, RUN_ENDED: True}
+    try:
+        check_extensions(marked)
+    except ExtensionProblem:
+        return None
+    return marked

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 from intentbus.bus_event import EventBridgeModel
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput
-from intentbus.extensions import ExtensionProblem, check_extensions
-from intentbus.facts import PIPELINE_SOURCE
+from intentbus.extensions import RUN_ENDED, ExtensionProblem, check_extensions
+from intentbus.facts import PIPELINE_SOURCE, WORKFLOW_SOURCE
 from intentbus.ids import content_id, derive_id, idempotency_key, input_identity
 from intentbus.limits import MAX_PAYLOAD_BYTES, PUT_EVENTS_LIMIT_BYTES, SQS_MESSAGE_LIMIT_BYTES, json_bytes
 from intentbus.model_shortcuts import dumped_json, model_validated, validated
@@ -269,6 +269,11 @@ def normalize(bus_event: EventBridgeModel, registry: TypeRegistry) -> tuple[Enve
         envelope = validated(Envelope, fields)
     except ValidationError as error:
         raise MalformedInput.from_validation(error, Envelope) from None
+    if RUN_ENDED in envelope.extensions and bus_event.source != WORKFLOW_SOURCE:
+        raise MalformedInput(
+            f"{RUN_ENDED} is set by the pipeline, on the outcome that ends a run: a producer may not send it",
+            field=RUN_ENDED if data is not None else f"extensions.{RUN_ENDED}",
+        )
     _check_payload_size(envelope.payload)  # before the model reads it: no work on what cannot travel
     try:
         payload = model_validated(spec.model, envelope.payload)

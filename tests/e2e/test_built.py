@@ -84,7 +84,9 @@ def test_the_incident_runs_to_recovery_on_the_built_artifacts(built: Path, tmp_p
         assert run.status is Status.COMPLETED
         entries = store.entries(run.tenant_id, run.run_id)
         assert [e.input_type for e in entries if e.stage == "validate"] == ["ServiceLatencyIncreased"]
-        assert [e.input_type for e in entries if e.stage == "decide"][-1] == "RecoveryCompleted"
+        # the run's last outcome (RecoveryCompleted) goes to no stage: the built record marked it so
+        assert [e.input_type for e in entries if e.stage == "decide"][-1] == "RecoveryProposed"
+        assert [e.input_type for e in entries][-1] == "CommandExecuted"
 
         runtime = cloud.runtime
         assert isinstance(runtime, BuiltRuntime)

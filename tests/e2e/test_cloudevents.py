@@ -13,6 +13,7 @@ from cloudevents.http import CloudEvent
 
 from intentbus import facts
 from intentbus.adapters.dynamodb_store import DynamoWorkflowStore
+from intentbus.extensions import RUN_ENDED
 from intentbus.state import Status
 from intentbus_local.cloud import LocalCloud
 from tests.e2e.test_bad_input import crm_status
@@ -50,7 +51,9 @@ def test_a_cloudevent_with_an_extension_and_a_traceparent_runs_to_completion(
     published = [output for entry in store.entries(TENANT, RUN) for output in entry.outputs]
     assert facts.WORKFLOW_COMPLETED in {output.type for output in published}
     for output in published:
-        assert output.extensions == {"comexampleorigin": "crm-eu-1"}, output.type
+        # the run's last outcome also marked so, for the bus to send it to no stage
+        last = {RUN_ENDED: True} if output.type == "TOOL_EXECUTION_COMPLETED" else {}
+        assert output.extensions == {"comexampleorigin": "crm-eu-1", **last}, output.type
         assert output.traceparent == TRACEPARENT, output.type
     proposed = next(output for output in published if output.type == facts.COMMAND_PROPOSED)
     command = facts.CommandProposed.model_validate(proposed.payload).command

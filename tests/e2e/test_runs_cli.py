@@ -22,9 +22,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Tried to parse:UserWarning")  # 
 
 TENANT = "org_enterprise_alpha"
 STEP = ["decide", "authorize", "execute", "record"]
-# The alert validated, four steps (the last one waiting for a person), then the final event decided on:
-# a workflow's outcome event goes from record straight to decide.
-STAGES = ["validate", *STEP * 3, "decide", "authorize", "approval", "execute", "record", "decide"]
+# The alert validated, then four steps (the last one waiting for a person): a workflow's outcome event goes
+# from record straight to decide, but the last, which ends the run and goes to no stage.
+STAGES = ["validate", *STEP * 3, "decide", "authorize", "approval", "execute", "record"]
 KINDS = {
     "validate": "event",
     "decide": "decision",

@@ -329,13 +329,13 @@ def test_quarantine_fields_name_the_mutated_location(case: tuple[Checkpoint, Mut
 def test_the_seed_facts_cover_every_input_type() -> None:
     seen = {stage: {json.loads(c.body)["detail-type"] for c in cs} for stage, cs in CHECKPOINTS.items()}
     assert seen == {
-        # the alert accepted by validate, then each outcome straight from record
+        # the alert accepted by validate, then each outcome straight from record but the last
+        # (RecoveryCompleted ends the run: sent to no stage)
         "decide": {
             facts.EVENT_ACCEPTED,
             "DiagnosisRequested",
             "DependencyFailureSuspected",
             "RecoveryProposed",
-            "RecoveryCompleted",
         },
         "authorize": {facts.COMMAND_PROPOSED},
         "execute": {facts.COMMAND_AUTHORIZED},

@@ -724,8 +724,7 @@ def test_direct_tool_seed_runs_through_the_real_stages(pipeline: MotoPipeline) -
         ("validate", "applied"),
         ("authorize", "applied"),
         ("execute", "applied"),
-        ("record", "applied"),
-        ("decide", "applied"),  # TOOL_EXECUTION_COMPLETED, straight from record: no step follows it
+        ("record", "applied"),  # its ToolExecutionCompleted ends the run: sent to no stage
     ]
     item = _crm_item("cust_88219")
     assert item is not None

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from intentbus.extensions import RUN_ENDED
 from intentbus_local import (
     FakeLambdaContext,
     Invocation,
@@ -294,6 +295,8 @@ class TestOnOneStack:
             [
                 entry("AlarmRaised", source="monitoring"),
                 entry("IncidentResolved", source="intentbus.workflow"),
+                # a run's last outcome, marked so by record: no step follows it, no stage is sent it
+                entry("IncidentClosed", source="intentbus.workflow", extensions={RUN_ENDED: True}),
                 entry("EventAccepted"),
                 entry("CommandProposed"),
                 entry("CommandAuthorized"),

@@ -13,6 +13,7 @@ import pytest
 from intentbus.adapters.clients import AwsClients
 from intentbus.approval_record import Approval
 from intentbus.definition import ToolContext, ToolError
+from intentbus.extensions import RUN_ENDED
 from intentbus.journal import ApprovalStatus
 from intentbus.state import Status
 from intentbus.workflows import incident
@@ -298,19 +299,14 @@ def test_incident_in_dev_scales_the_service_and_completes(resources: Resources) 
     assert state.status is Status.COMPLETED
     assert state.steps_taken == 4
     # The log: validate accepted the alert; each step is decide, authorize, record (execute's record is
-    # the idempotency table); each outcome goes from record straight to decide, the final one recorded
-    # with no step to decide.
+    # the idempotency table); each outcome goes from record straight to decide, but the final one, which
+    # ends the run and goes to no stage.
     expected: list[tuple[str, str]] = [("validate", STEPS[0][0])]
     for event, command in STEPS:
         expected += [("decide", event), ("authorize", command), ("record", "CommandExecuted")]
-    expected += [("decide", "RecoveryCompleted")]
     entries = world.pipeline.runtime.store.entries(TENANT, run_id)
     assert [(entry.stage, entry.input_type) for entry in entries] == expected
-    assert [hop.stage for hop in hops] == [
-        "validate",
-        *(["decide", "authorize", "execute", "record"] * 4),
-        "decide",
-    ]
+    assert [hop.stage for hop in hops] == ["validate", *(["decide", "authorize", "execute", "record"] * 4)]
     records = world.idempotency_records()
     assert len(records) == 4
     assert {record["status"]["S"] for record in records} == {"COMPLETED"}
@@ -319,6 +315,7 @@ def test_incident_in_dev_scales_the_service_and_completes(resources: Resources) 
     (completed,) = [e for hop in hops for e in hop.published if e.type == "RecoveryCompleted"]
     assert completed.payload["previous_count"] == 2
     assert completed.payload["desired_count"] == 4
+    assert completed.extensions == {RUN_ENDED: True}
     _assert_happy_path_costs(world, hops)
 
 

@@ -21,7 +21,7 @@ from intentbus.adapters.dynamodb_store import auth_sk
 from intentbus.catalog import Catalog
 from intentbus.definition import Workflow
 from intentbus.envelope import MAX_ID_CHARS, Envelope
-from intentbus.extensions import MAX_EXTENSIONS, MAX_EXTENSIONS_BYTES
+from intentbus.extensions import MAX_EXTENSIONS, MAX_EXTENSIONS_BYTES, RUN_ENDED
 from intentbus.ids import key_part
 from intentbus.journal import Outcome
 from intentbus.policy import Policy
@@ -395,7 +395,14 @@ def test_an_event_with_a_long_id_runs_to_completion_with_its_extension_on_every_
     pipeline.run(body(placed))
     published = pipeline.bus.published
     assert facts.WORKFLOW_COMPLETED in {envelope.type for envelope in published}
-    assert all(envelope.extensions == {"comexampleorigin": "shop-eu"} for envelope in published)
+    # the producer's extension on every fact; the run's last outcome also marked as its last
+    last = {envelope.id for envelope in published if RUN_ENDED in envelope.extensions}
+    assert [envelope.type for envelope in published if envelope.id in last] == ["OrderShipped"]
+    assert all(
+        envelope.extensions
+        == {"comexampleorigin": "shop-eu", **({RUN_ENDED: True} if envelope.id in last else {})}
+        for envelope in published
+    )
     assert all(envelope.traceparent == TRACEPARENT for envelope in published)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from intentbus.catalog import Catalog
 from intentbus.envelope import Envelope
+from intentbus.extensions import RUN_ENDED
 from intentbus.journal import Outcome
 from intentbus.state import Status
 from intentbus.testing import InMemoryPipeline, bus_body
@@ -51,10 +52,14 @@ def test_a_run_travels_every_stage_and_completes(pipeline: InMemoryPipeline) -> 
     stages = [entry.stage for entry in pipeline.store.entries(TENANT, "run-o-1")]
     # execute writes no log entry of its own: record logs the outcome it published
     assert stages[:4] == ["validate", "decide", "authorize", "record"]
-    assert stages.count("decide") == 3  # OrderPlaced, OrderReserved, and OrderShipped (no step follows it)
+    # OrderPlaced and OrderReserved: OrderShipped ends the run, marked so, and is sent to no stage
+    assert stages.count("decide") == 2
     shipped = [e for e in pipeline.bus.published if e.type == "OrderShipped"]
     assert shipped[0].payload == {"order_id": "o-1", "parcels": ["north-o-1", "south-o-1"]}
     assert shipped[0].depth == 2
+    assert shipped[0].extensions == {RUN_ENDED: True}
+    reserved = [e for e in pipeline.bus.published if e.type == "OrderReserved"]
+    assert RUN_ENDED not in reserved[0].extensions
 
 
 def test_duplicate_delivery_republishes_the_same_ids_and_runs_tools_once(pipeline: InMemoryPipeline) -> None:

@@ -58,8 +58,9 @@ def test_decide_and_authorize_read_only_the_entry_of_the_producer_their_fact_nam
     assert store.states[(TENANT, "run-o-1")].status is Status.COMPLETED
     decide_reads = store.producers_read_by("decide")
     authorize_reads = store.producers_read_by("authorize")
-    # the order validate accepted, then each outcome record published for the run
-    assert decide_reads == [["validate"], ["record"], ["record"]]
+    # the order validate accepted, then the outcome record published that a step follows (the last ends
+    # the run and goes to no stage)
+    assert decide_reads == [["validate"], ["record"]]
     assert authorize_reads == [["decide"]] * AUTHORIZED
 
 

@@ -12,6 +12,7 @@ from intentbus import facts
 from intentbus.definition import Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
+from intentbus.extensions import marked_run_ended
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
 from intentbus.model_shortcuts import json_values, validated
@@ -209,18 +210,17 @@ class RecordStage(BatchReadingStage):
             )
         if step.final:
             advanced = advanced.model_copy(update={"status": Status.COMPLETED})
-        outputs = [
-            incoming.follow(
-                stage=STAGE,
-                type=step.outcome,
-                kind=Kind.EVENT,
-                time=now,
-                source=facts.WORKFLOW_SOURCE,
-                depth=incoming.depth + 1,
-                version=advanced.version,
-                payload=payload,
-            )
-        ]
+        outcome = incoming.follow(
+            stage=STAGE,
+            type=step.outcome,
+            kind=Kind.EVENT,
+            time=now,
+            source=facts.WORKFLOW_SOURCE,
+            depth=incoming.depth + 1,
+            version=advanced.version,
+            payload=payload,
+        )
+        outputs = [_marked_last(outcome) if step.final else outcome]
         if step.final:
             outputs.append(
                 incoming.follow(
@@ -314,3 +314,10 @@ def _same_command(recorded: str, command: Envelope, carried: object) -> bool:
     if isinstance(carried, dict) and content_digest(carried) == recorded:
         return True
     return fact_digest(command) == recorded
+
+
+def _marked_last(outcome: Envelope) -> Envelope:
+    """The run's last outcome, marked ``RUN_ENDED`` so that it is sent to no stage (its extensions at
+    their bounds: sent to decide unmarked, which records it)."""
+    marked = marked_run_ended(outcome.extensions)
+    return outcome if marked is None else outcome.model_copy(update={"extensions": marked})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from intentbus import facts
 from intentbus.envelope import Envelope
+from intentbus.extensions import RUN_ENDED
 
 ROUTES = {
     facts.EVENT_ACCEPTED: "decide",
@@ -21,10 +22,11 @@ ROUTES = {
 def route(envelope: Envelope) -> str | None:
     """The stage whose queue a published envelope lands in; ``None`` when no stage consumes it.
 
-    A workflow's outcome event (record's, source ``intentbus.workflow``) goes straight to decide; any
-    other source is a producer's, which enters through validate."""
+    A workflow's outcome event (record's, source ``intentbus.workflow``) goes straight to decide, unless it
+    is marked as its run's last (``RUN_ENDED``: no step follows it); any other source is a producer's,
+    which enters through validate."""
     if envelope.source == facts.WORKFLOW_SOURCE:
-        return "decide"
+        return None if RUN_ENDED in envelope.extensions else "decide"
     if envelope.source != facts.PIPELINE_SOURCE:
         return "validate"
     return ROUTES.get(envelope.type)
