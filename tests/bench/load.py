@@ -9,7 +9,8 @@ invocations themselves: execute writes no entry in the workflow's log (its durab
 idempotency record), so a latency read from the log had no execute step and reported 0 s for it.
 
 ``run_load(count)`` returns ``inputs``, ``idle``, ``seconds``, ``inputs_per_second``, ``max_depth``
-(stage -> most messages seen in its queue), ``latency_seconds`` (stage -> ``p50``/``p95``/``max``) and
+(stage -> most messages seen in its queue), ``latency_seconds`` (stage -> ``p50``/``p95``/``max``, for
+each stage that handled a message: a direct tool call's run never reaches decide) and
 ``png`` (the plot's path, ``.bench/load-<count>.png``).
 ``python -m tests.bench.load COUNT`` prints them and writes ``.bench/load.json`` too.
 """
@@ -96,7 +97,11 @@ def run_load(count: int, *, out_dir: Path | None = None) -> dict[str, Any]:
         "seconds": round(seconds, 2),
         "inputs_per_second": round(count / seconds, 2),
         "max_depth": {stage: max(d.get(stage, 0) for _, d in run.depths) for stage in _stages(run)},
-        "latency_seconds": {stage: _percentiles(run.latencies[stage]) for stage in _stages(run)},
+        # Only the stages that handled a message: a direct tool call never reaches decide (its run's last
+        # outcome goes to no stage), and a latency of 0 would say it went through in no time.
+        "latency_seconds": {
+            stage: _percentiles(run.latencies[stage]) for stage in _stages(run) if run.latencies.get(stage)
+        },
     }
     figures["png"] = str(_draw(run, count, out_dir))
     return figures

@@ -19,7 +19,9 @@ def test_a_load_run_applies_every_input_and_draws_each_stage_s_queue_and_latency
     assert {"validate", "authorize", "execute", "record"} <= set(figures["max_depth"])
     assert figures["max_depth"]["validate"] >= 10  # a wave waits in validate's queue
     latency = figures["latency_seconds"]
-    assert {"validate", "authorize", "execute", "record"} <= set(latency)
+    # a direct tool call's run ends at record: its last outcome goes to no stage, so none to decide
+    assert set(latency) == {"validate", "authorize", "execute", "record"}
+    assert figures["max_depth"]["decide"] == 0
     assert latency["execute"]["max"] > 0  # execute writes no log entry: measured from its invocations
     for stage, percentiles in latency.items():
         assert 0 <= percentiles["p50"] <= percentiles["p95"] <= percentiles["max"] < 600, stage
