@@ -24,16 +24,7 @@ from intentbus.testing import InMemoryPipeline, InMemoryStore
 from intentbus.testing.bodies import bus_body, producer_body
 from intentbus.testing.routing import route
 from tests.unit import sample_workflow
-
-TENANT = "acme"
-RUN = "run-o-1"
-ORDER = {
-    "id": "evt-o-1",
-    "tenant_id": TENANT,
-    "run_id": RUN,
-    "type": "OrderPlaced",
-    "payload": {"order_id": "o-1", "amount": 3},
-}
+from tests.unit.test_outcomes_to_decide import ORDER, RUN, TENANT
 
 pytestmark = pytest.mark.usefixtures("sample_runs_cleared")
 
