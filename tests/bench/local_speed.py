@@ -17,7 +17,10 @@ returns ``schedules_per_second`` (the goal's figure: the schedules over the whol
 ``schedules``, ``workers``, ``seconds``, ``violations`` (which must be 0) and ``exit_status``, and, where
 the workers are forked from the parent's local cloud, ``start_seconds`` (the part of ``seconds`` the
 parent spent starting it, before any schedule ran) and ``schedules_per_second_after_start`` (the
-schedules over the rest): a short run's figure is much of it start.
+schedules over the rest): a short run's figure is much of it start. ``cpu_seconds`` is the CPU the run
+took, its workers' included, and ``schedules_per_second_by_cpu`` the schedules over that CPU shared by the
+workers: what the run would do on as many cores of its own, with no idle tail. Wall time on a machine
+others share moves with their load (±20% between runs of the same code here); CPU time much less.
 
 ``python -m tests.bench.local_speed`` prints both.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import resource
 import sys
 import time
 import warnings
@@ -126,6 +130,7 @@ def measure_faults() -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as folder, quiet():
         tallies = Path(folder) / "faults.json"
+        cpu_before = _cpu_seconds()
         status = intentbus(
             [
                 "faults",
@@ -141,11 +146,14 @@ def measure_faults() -> dict[str, Any]:
                 str(tallies),
             ]
         )
+        cpu_seconds = _cpu_seconds() - cpu_before
         outcome = json.loads(tallies.read_text())
     seconds = float(outcome["wall_seconds"])
     start = outcome["start_seconds"]
     return {
         "schedules_per_second": round(outcome["schedules"] / seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 2),
+        "schedules_per_second_by_cpu": round(outcome["schedules"] * outcome["workers"] / cpu_seconds, 2),
         "schedules": outcome["schedules"],
         "workers": outcome["workers"],
         "seconds": round(seconds, 2),
@@ -156,6 +164,13 @@ def measure_faults() -> dict[str, Any]:
         "violations": len(outcome["violations"]),
         "exit_status": status,
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended (the fault run's workers, once
+    its pool is shut down)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @contextlib.contextmanager
