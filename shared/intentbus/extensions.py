@@ -128,14 +128,3 @@ def _a(value: object) -> str:
         return "null"
     kinds = {dict: "a JSON object", list: "a JSON array", float: "a fractional number"}
     return kinds.get(type(value), f"a {type(value).__name__}")
-
-
-def marked_run_ended(extensions: Mapping[str, str | int | bool]) -> Extensions | None:
-    """``extensions`` with ``RUN_ENDED`` set; ``None`` when that would take them past the bounds (the
-    outcome then goes unmarked, to decide, which records it as it records any outcome no step follows)."""
-    marked: Extensions = {**extensions, RUN_ENDED: True}
-    try:
-        check_extensions(marked)
-    except ExtensionProblem:
-        return None
-    return marked

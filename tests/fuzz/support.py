@@ -728,6 +728,7 @@ def _build_checkpoints() -> dict[str, list[Checkpoint]]:
 
 
 CHECKPOINTS = _build_checkpoints()
-"""decide: 1 EventAccepted and 4 domain events straight from record (incident); authorize: 4
+"""decide: 1 EventAccepted and 3 domain events straight from record (incident: the fourth, RecoveryCompleted,
+ends its run and goes to no stage); authorize: 4
 CommandProposed from decide and 1 sent directly; execute: 5 CommandAuthorized; record: 4 CommandExecuted,
 1 CommandFailed and 1 CommandDenied."""

@@ -171,8 +171,8 @@ def _mutations_under(
 
 
 DECIDED_WITH_AGENT = [c for c in CHECKPOINTS["decide"] if _has_agent(c)]
-"""The events decide asks an agent about: the accepted alert, then the outcomes record published (the
-last, RecoveryCompleted, has no step)."""
+"""The events decide asks an agent about: the accepted alert, then the outcomes record published (each one
+decide is sent has a step)."""
 EVENT_PAYLOAD_MUTATIONS = st.one_of(
     _mutations_under([c for c in DECIDED_WITH_AGENT if not _is_outcome(c)], EVENT_PAYLOAD),
     _mutations_under([c for c in DECIDED_WITH_AGENT if _is_outcome(c)], OUTCOME_PAYLOAD),

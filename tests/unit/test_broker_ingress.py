@@ -16,6 +16,7 @@ from intentbus.broker_bindings import BrokerBindings, Channel
 from intentbus.broker_ingress import BrokerIngress
 from intentbus.broker_messages import NotABrokerEvent, messages
 from intentbus.errors import ConfigurationError
+from intentbus.extensions import RUN_ENDED
 from intentbus.journal import Outcome
 from intentbus.producers import ProducerBindings
 from intentbus.stages.common import StageDeps
@@ -242,6 +243,17 @@ def test_attack_body_claiming_a_pipeline_source_is_quarantined(source: str) -> N
     ingress = Ingress("kafka:incidents=* from *")
     assert ingress.run(msk_event(kafka_record(1, envelope("evt-p", source=source)))) == [Outcome.QUARANTINED]
     assert ingress.reasons() == [f"source {source!r} is reserved for the pipeline"]
+    assert ingress.store.logs == {}
+
+
+def test_attack_body_carrying_the_pipelines_run_ended_mark_is_quarantined() -> None:
+    """Copied on to its run's outcomes, the mark would keep each of them from decide: the run would wait
+    forever. A broker input may not carry it, as a bus producer's may not."""
+    ingress = Ingress()
+    marked = envelope("evt-m", extensions={RUN_ENDED: True})
+    assert ingress.run(msk_event(kafka_record(1, marked))) == [Outcome.QUARANTINED]
+    (reason,) = ingress.reasons()
+    assert reason.startswith(f"{RUN_ENDED} is set by the pipeline")
     assert ingress.store.logs == {}
 
 

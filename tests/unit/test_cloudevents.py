@@ -424,3 +424,18 @@ def test_the_producer_client_sends_a_structured_cloudevent_and_refuses_what_vali
     assert report.refused[0].reason.startswith("type 'ServiceLatencyIncreased' takes a JSON object as data")
     (sent,) = client.requests[0]
     assert json.loads(sent["Detail"])["comexampleorigin"] == "probe"
+
+
+def test_the_producer_client_refuses_the_pipelines_run_ended_mark_before_sending() -> None:
+    """The attack validate quarantines (a producer marking its input as its run's end, which would keep
+    every outcome of the run from decide), refused by the client before anything is sent."""
+    client = FakeEvents()
+    producer = Producer(
+        cast("EventBridgeClient", client), "intentbus-ingress-test", source="monitor", types=CATALOG.types
+    )
+    marked = {**json.loads(to_structured(cloudevent(LATENCY_DATA))[1]), RUN_ENDED: True}
+    report = producer.send([marked])
+    assert report.accepted == ()
+    (refused,) = report.refused
+    assert refused.reason.startswith(f"{RUN_ENDED} is set by the pipeline")
+    assert client.requests == []

@@ -12,7 +12,7 @@ from intentbus import facts
 from intentbus.definition import Step, Workflow
 from intentbus.envelope import Envelope, Kind
 from intentbus.errors import MalformedInput, NotRecorded
-from intentbus.extensions import marked_run_ended
+from intentbus.extensions import RUN_ENDED, ExtensionProblem, check_extensions
 from intentbus.ids import approval_id
 from intentbus.journal import Commit, LogEntry, Outcome, Snapshot
 from intentbus.model_shortcuts import json_values, validated
@@ -317,7 +317,12 @@ def _same_command(recorded: str, command: Envelope, carried: object) -> bool:
 
 
 def _marked_last(outcome: Envelope) -> Envelope:
-    """The run's last outcome, marked ``RUN_ENDED`` so that it is sent to no stage (its extensions at
-    their bounds: sent to decide unmarked, which records it)."""
-    marked = marked_run_ended(outcome.extensions)
-    return outcome if marked is None else outcome.model_copy(update={"extensions": marked})
+    """The run's last outcome, marked ``RUN_ENDED`` so that it is sent to no stage; unmarked where the mark
+    would take its extensions past their bounds (it then goes to decide, which records it as it records
+    any outcome no step follows)."""
+    marked = {**outcome.extensions, RUN_ENDED: True}
+    try:
+        check_extensions(marked)
+    except ExtensionProblem:
+        return outcome
+    return outcome.model_copy(update={"extensions": marked})
